@@ -1,0 +1,275 @@
+"""Gradients, the torch way and the JAX way.
+
+spx has no tape: arrays are plain ``jax.Array``. Two entry points replace ``loss.backward()``:
+
+* :func:`backward` — torch flow. ``spx.backward(fn, *args)`` evaluates ``fn(*args)`` (a scalar)
+  and **accumulates** d loss / d p into ``p.grad`` of every trainable Parameter of every Module,
+  Parameter or Optimizer among ``args``, so ``zero_grad / backward / clip_grad_norm_ / step``
+  ports line for line::
+
+      # torch                                  # spx
+      loss = loss_fn(model(x), y)              loss = spx.backward(lambda m: loss_fn(m(x), y), model)
+      loss.backward()
+
+* :func:`value_and_grad` / :func:`grad` — functional, over Modules: the gradient comes back
+  shaped like the model (a Module whose trainable Parameters hold gradients, None elsewhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx import random as spx_random
+from spx.compile.binding import Binding, flatten_args, is_stateful
+from spx.nn.module import Module
+from spx.nn.parameter import Parameter
+
+_NOT_SCALAR = (
+    "{fn} must return a scalar loss (shape ()), got an array of shape {shape}. Reduce it first, "
+    "e.g. return loss.mean(), or return (loss, aux) to carry other outputs."
+)
+
+
+@contextlib.contextmanager
+def no_grad() -> Iterator[None]:
+    """A context manager that changes nothing (mirrors ``torch.no_grad`` for porting).
+
+    spx records no tape, so there is nothing to switch off: gradients exist only where
+    :func:`backward` or :func:`value_and_grad` asks for them. Use ``jax.lax.stop_gradient``
+    to block gradient flow through a value inside a differentiated function.
+
+    Example:
+        >>> import spx
+        >>> with spx.no_grad():
+        ...     pass
+    """
+    yield
+
+
+def _split_loss(out: Any, fn_name: str) -> tuple[jax.Array, Any, bool]:
+    has_aux = isinstance(out, tuple | list)
+    loss = out[0] if has_aux else out
+    loss = jnp.asarray(loss)
+    if loss.shape != ():
+        raise ValueError(_NOT_SCALAR.format(fn=fn_name, shape=tuple(loss.shape)))
+    if not jnp.issubdtype(loss.dtype, jnp.inexact):
+        raise TypeError(f"{fn_name} returned a loss of dtype {loss.dtype}; a float is required")
+    aux = (out[1] if len(out) == 2 else tuple(out[1:])) if has_aux else None
+    return loss, aux, has_aux
+
+
+def _trainable(p: Parameter) -> bool:
+    return p.requires_grad and jnp.issubdtype(p.dtype, jnp.inexact)
+
+
+def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Evaluate ``fn(*args, **kwargs)`` and accumulate its gradient into ``p.grad``.
+
+    Every trainable Parameter reachable from a Module, Parameter or Optimizer in ``args`` /
+    ``kwargs`` receives ``p.grad += d loss / d p`` (``p.grad = ...`` when it was None), as
+    ``loss.backward()`` does in torch. Buffers the forward assigns (BatchNorm statistics) and
+    the RNG key advance as in an ordinary call. Works eagerly and inside ``spx.compile``.
+
+    Args:
+        fn: returns a scalar loss, or a tuple ``(loss, aux)``.
+        *args: passed to ``fn``; the Modules among them are differentiated.
+        **kwargs: passed to ``fn``.
+
+    Returns:
+        The loss (and ``aux`` as ``(loss, aux)`` when ``fn`` returned a tuple).
+
+    Example:
+        >>> import spx, jax.numpy as jnp
+        >>> model = spx.nn.Linear(3, 1)
+        >>> loss = spx.backward(lambda m: (m(jnp.ones((4, 3))) ** 2).mean(), model)
+        >>> model.weight.grad.shape
+        (1, 3)
+    """
+    leaves, _ = flatten_args((args, kwargs))
+    roots = [x for x in leaves if is_stateful(x)]
+    if not roots:
+        raise ValueError(
+            "spx.backward found no Module, Parameter or Optimizer among the arguments, so there "
+            "is nothing to differentiate. Pass the model: spx.backward(lambda m: loss_fn(m(x), "
+            "y), model)"
+        )
+    binding = Binding(roots)
+    if binding.has_uninitialized():
+        _materialize(binding, fn, args, kwargs)
+        binding = Binding(roots)
+    train = [p for p in binding.params if _trainable(p)]
+    before = binding.read_state()
+    fn_name = getattr(fn, "__name__", "fn")
+    box: dict[str, Any] = {}
+
+    def loss_of(datas: list[jax.Array]) -> tuple[jax.Array, Any]:
+        try:
+            for p, d in zip(train, datas, strict=True):
+                p._data = d
+            loss, aux, box["has_aux"] = _split_loss(fn(*args, **kwargs), fn_name)
+            after = binding.read_state()
+            return loss, (aux, after[2], after[4])
+        finally:
+            binding.write_state(before)
+
+    (loss, (aux, buffers, key)), grads = jax.value_and_grad(loss_of, has_aux=True)(
+        [p._data for p in train]
+    )
+    for (d, n), b in zip(binding.buffer_slots, buffers, strict=True):
+        d[n] = b
+    spx_random.set_key(key)
+    for p, g in zip(train, grads, strict=True):
+        p.grad = g if p.grad is None else p.grad + g
+    return (loss, aux) if box["has_aux"] else loss
+
+
+def _materialize(binding: Binding, fn: Callable, args: Any, kwargs: Any) -> None:
+    """Run one forward to give lazy parameters their shapes; keep no other effect."""
+    buffers = [d[n] for d, n in binding.buffer_slots]
+    fn(*args, **kwargs)
+    for (d, n), b in zip(binding.buffer_slots, buffers, strict=True):
+        d[n] = b
+
+
+def value_and_grad(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """Like ``jax.value_and_grad``, over Modules (functional; no ``.grad`` is written).
+
+    Each differentiated argument may be a Module (or any pytree containing Modules and
+    Parameters); its gradient comes back with the same structure, trainable Parameters holding
+    their gradients and everything else (buffers, frozen parameters) None. ``fn`` sees copies
+    of the modules, so buffer assignments inside it do not reach the originals.
+
+    Args:
+        fn: function returning a scalar (or ``(scalar, aux)`` with ``has_aux``).
+        argnums: which positional arguments to differentiate.
+        has_aux: whether ``fn`` returns ``(loss, aux)``.
+
+    Returns:
+        A function returning ``(value, grads)`` (``((value, aux), grads)`` with ``has_aux``).
+
+    Example:
+        >>> import spx, jax.numpy as jnp
+        >>> model = spx.nn.Linear(3, 1)
+        >>> loss, g = spx.value_and_grad(lambda m, x: m(x).sum())(model, jnp.ones((2, 3)))
+        >>> g.weight.data.shape
+        (1, 3)
+    """
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise ValueError("value_and_grad: argnums must name at least one argument")
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        for n in nums:
+            if not -len(args) <= n < len(args):
+                raise ValueError(
+                    f"value_and_grad: argnums={argnums!r} names argument {n}, but the function "
+                    f"was called with {len(args)} positional argument(s)"
+                )
+        splits = []
+        for n in nums:
+            leaves, treedef = jax.tree_util.tree_flatten(
+                args[n], is_leaf=lambda x: isinstance(x, Parameter)
+            )
+            mask = [
+                (isinstance(x, Parameter) and _trainable(x))
+                or (not isinstance(x, Parameter) and _is_float_array(x) and not _in_module(args[n]))
+                for x in leaves
+            ]
+            splits.append((leaves, treedef, mask))
+
+        def inner(diff: list[list[jax.Array]]) -> Any:
+            new_args = list(args)
+            for n, (leaves, treedef, mask), values in zip(nums, splits, diff, strict=True):
+                it = iter(values)
+                rebuilt = [
+                    _with_data(x, next(it)) if m else x for x, m in zip(leaves, mask, strict=True)
+                ]
+                new_args[n] = treedef.unflatten(rebuilt)
+            out = fn(*new_args, **kwargs)
+            if has_aux:
+                if not isinstance(out, tuple) or len(out) != 2:
+                    raise ValueError("with has_aux=True the function must return (loss, aux)")
+                loss, aux = out
+            else:
+                loss, aux = out, None
+            loss = jnp.asarray(loss)
+            if loss.shape != ():
+                raise ValueError(
+                    _NOT_SCALAR.format(fn=getattr(fn, "__name__", "fn"), shape=loss.shape)
+                )
+            return loss, aux
+
+        diff = [
+            [_data(x) for x, m in zip(leaves, mask, strict=True) if m]
+            for leaves, _, mask in splits
+        ]
+        (loss, aux), grads = jax.value_and_grad(inner, has_aux=True)(diff)
+        trees = []
+        for (leaves, treedef, mask), g in zip(splits, grads, strict=True):
+            it = iter(g)
+            trees.append(
+                treedef.unflatten(
+                    [
+                        _with_data(x, next(it)) if m else None
+                        for x, m in zip(leaves, mask, strict=True)
+                    ]
+                )
+            )
+        out_grads = trees[0] if isinstance(argnums, int) else tuple(trees)
+        return ((loss, aux), out_grads) if has_aux else (loss, out_grads)
+
+    return wrapped
+
+
+def grad(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """Like :func:`value_and_grad` but returns only the gradient (``(grads, aux)`` with aux).
+
+    Example:
+        >>> import spx, jax.numpy as jnp
+        >>> g = spx.grad(lambda m: m(jnp.ones((2, 3))).sum())(spx.nn.Linear(3, 1))
+        >>> g.bias.data.shape
+        (1,)
+    """
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
+
+
+def _is_float_array(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.inexact)
+
+
+def _in_module(tree: Any) -> bool:
+    # Plain float arrays passed alongside a model (not inside one) are differentiated, as
+    # jax.grad would; buffers inside a Module are state, not inputs, and are not.
+    return isinstance(tree, Module)
+
+
+def _data(x: Any) -> jax.Array:
+    return x.data if isinstance(x, Parameter) else x
+
+
+def _with_data(x: Any, value: Any) -> Any:
+    if isinstance(x, Parameter):
+        p = object.__new__(Parameter)
+        p._data = value
+        p.grad = None
+        p.requires_grad = x.requires_grad
+        return p
+    return value

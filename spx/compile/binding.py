@@ -1,0 +1,139 @@
+"""The mutable state reachable from a function's arguments, as flat lists of arrays.
+
+torch-shaped code mutates objects: ``optimizer.step()`` writes ``p.data``, ``spx.backward``
+writes ``p.grad``, BatchNorm assigns new buffers, Dropout advances the RNG key. To run such code
+inside a JAX transformation, spx *binds* the state: it reads every slot into a list, writes
+tracers into the objects, runs the user's function, reads the slots again, and restores the
+original values. :class:`Binding` is that walk and those reads and writes, shared by
+``spx.backward`` (autograd) and ``spx.compile`` (the fused step).
+
+Slots, in order: each Parameter's data, each Parameter's grad, each buffer, each optimizer
+state entry, each numeric optimizer hyperparameter, and the rank's RNG key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import jax
+
+from spx import _context
+from spx import random as spx_random
+from spx.nn.module import Module
+from spx.nn.parameter import Parameter, UninitializedParameter
+
+
+def _is_optimizer(x: Any) -> bool:
+    from spx.optim.optimizer import Optimizer
+
+    return isinstance(x, Optimizer)
+
+
+def is_stateful(x: Any) -> bool:
+    """Objects a Binding walks into: Modules, Parameters and Optimizers."""
+    return isinstance(x, Module | Parameter) or _is_optimizer(x)
+
+
+class Binding:
+    """The flat state of a set of Modules, Parameters and Optimizers.
+
+    Args:
+        roots: the stateful objects (as found among a function's arguments).
+
+    Example:
+        >>> import spx
+        >>> b = Binding([spx.nn.Linear(2, 3)])
+        >>> len(b.params), len(b.buffer_slots)
+        (2, 0)
+    """
+
+    def __init__(self, roots: Iterable[Any]) -> None:
+        params: list[Parameter] = []
+        seen_params: set[int] = set()
+        modules: list[Module] = []
+        seen_modules: set[int] = set()
+        optimizers: list[Any] = []
+
+        def add_param(p: Parameter) -> None:
+            if id(p) not in seen_params:
+                seen_params.add(id(p))
+                params.append(p)
+
+        for root in roots:
+            if isinstance(root, Module):
+                for m in root.modules():
+                    if id(m) not in seen_modules:
+                        seen_modules.add(id(m))
+                        modules.append(m)
+                        for p in m._parameters.values():
+                            if p is not None:
+                                add_param(p)
+            elif isinstance(root, Parameter):
+                add_param(root)
+            elif _is_optimizer(root):
+                if all(o is not root for o in optimizers):
+                    optimizers.append(root)
+                    for p in root._all_params():
+                        add_param(p)
+        self.params = params
+        self.modules = modules
+        self.optimizers = optimizers
+        self.buffer_slots: list[tuple[dict, str]] = [
+            (m._buffers, name) for m in modules for name in m._buffers
+        ]
+        self.opt_slots: list[tuple[Any, Parameter]] = [
+            (opt, p) for opt in optimizers for p in opt._all_params()
+        ]
+        self.hparam_slots: list[tuple[dict, str]] = []
+        for opt in optimizers:
+            for group in opt.param_groups:
+                static, dynamic = opt._static_and_dynamic(group)
+                self.hparam_slots.extend((group, k) for k in dynamic)
+        self.param_classes = [type(p) for p in params]
+
+    # -- reading and writing -----------------------------------------------------------------
+    def read_state(self) -> list[Any]:
+        """``[datas, grads, buffers, opt_states, key]`` — the mutable state, as it is now."""
+        return [
+            [p._data for p in self.params],
+            [p.grad for p in self.params],
+            [d[n] for d, n in self.buffer_slots],
+            [o.state.get(p) for o, p in self.opt_slots],
+            spx_random.get_key(),
+        ]
+
+    def write_state(self, state: list[Any]) -> None:
+        datas, grads, buffers, opt_states, key = state
+        for p, d, g in zip(self.params, datas, grads, strict=True):
+            p._data = d
+            p.grad = g
+        for (d, n), b in zip(self.buffer_slots, buffers, strict=True):
+            d[n] = b
+        for (o, p), s in zip(self.opt_slots, opt_states, strict=True):
+            if s is None:
+                o.state.pop(p, None)
+            else:
+                o.state[p] = s
+        _context.current().key = key
+
+    def read_hparams(self) -> list[Any]:
+        return [g[k] for g, k in self.hparam_slots]
+
+    def write_hparams(self, values: list[Any]) -> None:
+        for (g, k), v in zip(self.hparam_slots, values, strict=True):
+            g[k] = v
+
+    def restore_classes(self) -> None:
+        """Undo lazy materialization done while tracing (the trace's values are discarded)."""
+        for p, cls in zip(self.params, self.param_classes, strict=True):
+            if p.__class__ is not cls:
+                p.__class__ = cls
+
+    def has_uninitialized(self) -> bool:
+        return any(c is UninitializedParameter for c in self.param_classes)
+
+
+def flatten_args(args: Any) -> tuple[list[Any], Any]:
+    """Flatten a call's arguments, keeping Modules, Parameters and Optimizers as leaves."""
+    return jax.tree_util.tree_flatten(args, is_leaf=is_stateful)

@@ -1,0 +1,663 @@
+"""``Module``: the torch-shaped base class of every layer and model.
+
+A Module is a mutable Python object that registers Parameters, buffers and submodules in
+assignment order, exactly as ``torch.nn.Module`` does, so names and ``state_dict`` keys match
+torch's. Every subclass is also a JAX pytree: its leaves are the parameters' data and the
+buffers; everything else (names, plain attributes, ``training``) is static structure that
+compares by value, so ``jax.jit(f)(model)`` caches across structurally equal models.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx.nn import _structure
+from spx.nn.parameter import Parameter, _as_array
+
+_RESERVED = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers", "training")
+
+
+class _IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict`` returns (mirrors torch's named tuple)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class _Static:
+    """Plain attributes of a Module as pytree aux data: equal when the values are equal."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[tuple[str, Any], ...]) -> None:
+        self.items = items
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Static) or len(self.items) != len(other.items):
+            return False
+        for (ka, va), (kb, vb) in zip(self.items, other.items, strict=True):
+            if ka != kb or not _same_value(va, vb):
+                return False
+        return True
+
+    def __hash__(self) -> int:
+        return hash(tuple((k, type(v).__name__) for k, v in self.items))
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, jax.Array | np.ndarray):
+        return False  # arrays held as plain attributes compare by identity only
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _check_name(kind: str, name: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+    if not name or "." in name:
+        raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
+
+
+class Module:
+    """Base class for all neural network modules (mirrors ``torch.nn.Module``).
+
+    Subclasses call ``super().__init__()`` first, assign Parameters and submodules as
+    attributes, and define ``forward``. Call the module, not ``forward``.
+
+    Example:
+        >>> import spx, jax.numpy as jnp
+        >>> from spx import nn
+        >>> class MLP(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc1 = nn.Linear(4, 8)
+        ...         self.fc2 = nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.fc2(nn.functional.relu(self.fc1(x)))
+        >>> MLP()(jnp.ones((3, 4))).shape
+        (3, 2)
+    """
+
+    training: bool
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, jax.Array | None]
+    _modules: dict[str, Module | None]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        jax.tree_util.register_pytree_with_keys(
+            cls, _flatten_with_keys, cls._spx_unflatten, flatten_func=_flatten
+        )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ "
+                "takes none (call super().__init__() without arguments)"
+            )
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers"] = set()
+        d["_modules"] = {}
+        _structure.bump()
+
+    # -- calling -----------------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- registration ------------------------------------------------------------------------
+    def _require_init(self, what: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign {what} before Module.__init__() call: call super().__init__() "
+                f"first in {type(self).__name__}.__init__"
+            )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            self._require_init("parameters")
+            _check_name("parameter", name)
+            self._forget(name, keep="_parameters")
+            params[name] = value
+            _structure.bump()
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as parameter '{name}' "
+                    f"(spx.nn.Parameter or None expected); wrap it: "
+                    f"self.{name} = nn.Parameter(value), or set self.{name}.data = value"
+                )
+            params[name] = None
+            _structure.bump()
+        elif isinstance(value, Module):
+            self._require_init("module")
+            self._forget(name, keep="_modules")
+            d["_modules"][name] = value
+            _structure.bump()
+        elif params is not None and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as child module '{name}' "
+                    "(spx.nn.Module or None expected)"
+                )
+            d["_modules"][name] = None
+            _structure.bump()
+        elif params is not None and name in d["_buffers"]:
+            buffers = d["_buffers"]
+            if value is not None and not isinstance(value, jax.Array | np.ndarray):
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as buffer '{name}' "
+                    "(jax.Array, numpy.ndarray or None expected)"
+                )
+            if (value is None) != (buffers[name] is None):
+                _structure.bump()
+            buffers[name] = jnp.asarray(value) if isinstance(value, np.ndarray) else value
+        else:
+            # Plain attributes may steer forward (flags, sizes): they are static structure.
+            object.__setattr__(self, name, value)
+            _structure.bump()
+
+    def _forget(self, name: str, keep: str | None = None) -> None:
+        # Re-registering a name in its own table (``keep``) must not move it: torch assigns
+        # into the existing dict slot, so ``self.weight = Parameter(...)`` or ``seq[1] = m``
+        # keeps state_dict and Sequential order.
+        d = self.__dict__
+        d.pop(name, None)
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table != keep:
+                d[table].pop(name, None)
+        if keep != "_buffers":
+            d["_non_persistent_buffers"].discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            found = d.get(table)
+            if found is not None and name in found:
+                return found[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(table, ()):
+                del d[table][name]
+                d["_non_persistent_buffers"].discard(name)
+                _structure.bump()
+                return
+        object.__delattr__(self, name)
+        _structure.bump()
+
+    def __dir__(self) -> list[str]:
+        extra = [*self._parameters, *self._buffers, *self._modules]
+        return sorted(set(super().__dir__()) | set(extra))
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter under ``name`` (mirrors torch); ``None`` registers an empty slot."""
+        self._require_init("parameters")
+        _check_name("parameter", name)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign {type(param).__name__} as parameter '{name}' "
+                "(spx.nn.Parameter or None expected)"
+            )
+        self._forget(name, keep="_parameters")
+        self._parameters[name] = param
+        _structure.bump()
+
+    def register_buffer(self, name: str, tensor: Any, persistent: bool = True) -> None:
+        """Add a buffer: state that is not trained but saved (unless ``persistent=False``).
+
+        Args:
+            name: attribute name.
+            tensor: a ``jax.Array``/``numpy.ndarray`` or ``None``.
+            persistent: whether the buffer is part of ``state_dict``.
+        """
+        self._require_init("buffers")
+        _check_name("buffer", name)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None:
+            tensor = _as_array(tensor, f"buffer '{name}'")
+        self._forget(name, keep="_buffers")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+        _structure.bump()
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module under ``name`` (mirrors torch)."""
+        self._require_init("module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _check_name("module", name)
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._forget(name, keep="_modules")
+        self._modules[name] = module
+        _structure.bump()
+
+    register_module = add_module
+
+    # -- traversal ---------------------------------------------------------------------------
+    def named_modules(
+        self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """Yield ``(name, module)`` for this module (name ``''``) and every descendant."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = f"{prefix}.{name}" if prefix else name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(
+        self, table: str, prefix: str, recurse: bool, remove_duplicate: bool
+    ) -> Iterator[tuple[str, Any]]:
+        seen: set[int] = set()
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        for mod_prefix, module in modules:
+            for name, value in module.__dict__[table].items():
+                if value is None:
+                    continue
+                if remove_duplicate:
+                    if id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """Yield ``(dotted_name, Parameter)`` in registration order; shared ones once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, jax.Array]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[jax.Array]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``''`` is self)."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            child = mod._modules.get(item)
+            if child is None:
+                raise AttributeError(
+                    f"{type(mod).__name__} has no submodule {item!r} (looking up {target!r})"
+                )
+            mod = child
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        p = mod._parameters.get(name)
+        if p is None:
+            raise AttributeError(f"{type(mod).__name__} has no parameter {name!r} ({target!r})")
+        return p
+
+    def get_buffer(self, target: str) -> jax.Array:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if mod._buffers.get(name) is None:
+            raise AttributeError(f"{type(mod).__name__} has no buffer {name!r} ({target!r})")
+        return mod._buffers[name]
+
+    # -- modes and bulk updates --------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode on this module and all descendants; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        _structure.bump()
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode (``train(False)``); returns self."""
+        return self.train(False)
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn`` on every submodule (children first, then self); returns self."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset ``.grad`` of every parameter to None (or to zeros)."""
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else jnp.zeros_like(p.grad)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        _structure.bump()
+        return self
+
+    def _map_arrays(self, fn: Callable[[jax.Array], jax.Array]) -> Module:
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None and not p.is_uninitialized:
+                    p.data = fn(p.data)
+                    if p.grad is not None:
+                        p.grad = fn(p.grad)
+            for name, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move and/or cast: ``to(dtype)``, ``to(device)``, ``to("cpu")``, ``to(device, dtype)``.
+
+        Casting touches floating-point parameters and buffers only, as in torch.
+        """
+        from spx.device import device as resolve_device
+
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, str | jax.Device):
+                dev = a
+            elif a is not None:
+                dtype = a
+        if dev is not None:
+            target = resolve_device(dev)
+            self._map_arrays(lambda x: jax.device_put(x, target))
+        if dtype is not None:
+            dt = jnp.dtype(dtype)
+            if not jnp.issubdtype(dt, jnp.floating):
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}"
+                )
+            self._map_arrays(lambda x: x.astype(dt) if jnp.issubdtype(x.dtype, jnp.floating) else x)
+        return self
+
+    def float(self) -> Module:
+        return self.to(jnp.float32)
+
+    def half(self) -> Module:
+        return self.to(jnp.float16)
+
+    def bfloat16(self) -> Module:
+        return self.to(jnp.bfloat16)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: int | None = None) -> Module:
+        return self.to(f"cuda:{device}" if device is not None else "cuda")
+
+    def has_uninitialized_params(self) -> bool:
+        return any(p.is_uninitialized for p in self.parameters())
+
+    # -- state dict --------------------------------------------------------------------------
+    def state_dict(
+        self, *, destination: dict | None = None, prefix: str = "", keep_vars: bool = False
+    ) -> OrderedDict[str, Any]:
+        """Parameters then persistent buffers of each module, children as ``"name."``.
+
+        Returns arrays (``keep_vars=True``: the Parameter objects), keyed as torch keys them.
+        A lazy parameter that has no value yet appears as its ``UninitializedParameter``, as
+        in torch.
+        """
+        out: OrderedDict[str, Any] = OrderedDict() if destination is None else destination
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars or p.is_uninitialized else p.data
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                out[prefix + name] = b
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=out, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        return out
+
+    def load_state_dict(
+        self, state_dict: dict[str, Any], strict: bool = True, assign: bool = False
+    ) -> _IncompatibleKeys:
+        """Copy ``state_dict`` into this module's parameters and buffers (mirrors torch).
+
+        Values may be ``jax.Array`` or ``numpy.ndarray`` (e.g. from ``safetensors``); they are
+        cast to the current dtype (``assign=True`` keeps the checkpoint's dtype), and lazy
+        parameters take the checkpoint's shape. Everything is checked before anything is
+        written, so a failed load leaves the module unchanged.
+
+        Args:
+            state_dict: mapping of dotted names to arrays.
+            strict: raise on missing or unexpected keys.
+            assign: keep the checkpoint's dtype instead of casting to the current one.
+
+        Returns:
+            ``(missing_keys, unexpected_keys)``.
+
+        Raises:
+            RuntimeError: size mismatches (always), missing/unexpected keys (with ``strict``).
+        """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(
+                f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
+            )
+        expected = self.state_dict(keep_vars=True)
+        missing = [k for k in expected if k not in state_dict]
+        unexpected = _unexpected_keys(self, list(state_dict.keys()), "")
+        errors: list[str] = []
+        writes: list[tuple[str, Any, jax.Array]] = []
+        for key, current in expected.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if isinstance(value, Parameter):
+                value = value.data
+            if not isinstance(value, jax.Array | np.ndarray | np.generic):
+                errors.append(
+                    f'While copying the parameter named "{key}", expected an array from '
+                    f"checkpoint but received {type(value).__name__}"
+                )
+                continue
+            lazy = isinstance(current, Parameter) and current.is_uninitialized
+            cur_shape = None if lazy else tuple(current.shape)
+            if cur_shape is not None and tuple(value.shape) != cur_shape:
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{tuple(value.shape)} from checkpoint, the shape in current model is "
+                    f"{cur_shape}."
+                )
+                continue
+            dtype = None if (assign or lazy) else current.dtype
+            writes.append((key, current, _converted(value, dtype, None if lazy else current)))
+        if strict:
+            if unexpected:
+                errors.insert(
+                    0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
+                )
+            if missing:
+                errors.insert(
+                    0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing)
+                )
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                + "\n\t".join(errors)
+            )
+        for key, current, array in writes:
+            if isinstance(current, Parameter):
+                current.data = array
+            else:
+                module_path, _, name = key.rpartition(".")
+                self.get_submodule(module_path)._buffers[name] = array
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- repr --------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """Extra text inside ``Name(...)``; layers override it as torch's do."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines.extend(extra.split("\n"))
+        for name, m in self._modules.items():
+            child = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        main = type(self).__name__ + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                return main + lines[0] + ")"
+            main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+    # -- pytree ------------------------------------------------------------------------------
+    @classmethod
+    def _spx_unflatten(cls, aux: tuple, children: Any) -> Module:
+        pnames, bnames, mnames, nonpersistent, training, static = aux
+        obj = object.__new__(cls)
+        d = obj.__dict__
+        d.update(static.items)
+        d["training"] = training
+        it = iter(children)
+        d["_parameters"] = {n: next(it) for n in pnames}
+        d["_buffers"] = {n: next(it) for n in bnames}
+        d["_modules"] = {n: next(it) for n in mnames}
+        d["_non_persistent_buffers"] = set(nonpersistent)
+        return obj
+
+
+def _unexpected_keys(module: Module, keys: list[str], prefix: str) -> list[str]:
+    """Keys no parameter/buffer claims, in the order torch's recursive load reports them.
+
+    torch checks each module's own keys (in checkpoint order) before recursing into its
+    children, so e.g. ``["a.x", "junk"]`` reports ``"junk"`` before ``"a.x"``.
+    """
+    d = module.__dict__
+    local = {n for n, p in d["_parameters"].items() if p is not None}
+    local |= {
+        n
+        for n, b in d["_buffers"].items()
+        if b is not None and n not in d["_non_persistent_buffers"]
+    }
+    found = []
+    for key in keys:
+        if not key.startswith(prefix):
+            continue
+        head, dot, _ = key[len(prefix) :].partition(".")
+        if (dot and head not in d["_modules"]) or (not dot and head not in local):
+            found.append(key)
+    for name, child in d["_modules"].items():
+        if child is not None:
+            sub = f"{prefix}{name}."
+            found += _unexpected_keys(child, [k for k in keys if k.startswith(sub)], sub)
+    return found
+
+
+def _converted(value: Any, dtype: Any, like: Any) -> jax.Array:
+    array = jnp.asarray(value, dtype=dtype)
+    old = like.data if isinstance(like, Parameter) else like
+    devices = getattr(old, "devices", None)
+    if devices is not None:
+        found = devices()
+        if len(found) == 1:
+            array = jax.device_put(array, next(iter(found)))
+    return array
+
+
+def _aux(m: Module) -> tuple:
+    d = m.__dict__
+    static = tuple(
+        (k, v) for k, v in d.items() if k not in _RESERVED and k != "_non_persistent_buffers"
+    )
+    return (
+        tuple(d["_parameters"]),
+        tuple(d["_buffers"]),
+        tuple(d["_modules"]),
+        tuple(sorted(d["_non_persistent_buffers"])),
+        d["training"],
+        _Static(static),
+    )
+
+
+def _flatten(m: Module) -> tuple[list[Any], tuple]:
+    d = m.__dict__
+    children = [*d["_parameters"].values(), *d["_buffers"].values(), *d["_modules"].values()]
+    return children, _aux(m)
+
+
+def _flatten_with_keys(m: Module) -> tuple[list[tuple[Any, Any]], tuple]:
+    d = m.__dict__
+    keyed = [
+        (jax.tree_util.GetAttrKey(n), v)
+        for table in ("_parameters", "_buffers", "_modules")
+        for n, v in d[table].items()
+    ]
+    return keyed, _aux(m)
+
+
+jax.tree_util.register_pytree_with_keys(
+    Module, _flatten_with_keys, Module._spx_unflatten, flatten_func=_flatten
+)

@@ -1,0 +1,265 @@
+"""``Optimizer``: torch's optimizer contract over pure, compiled update rules.
+
+The object keeps torch's shape — ``param_groups`` (a list of dicts holding ``params`` and the
+hyperparameters), ``state`` (a dict keyed by Parameter, torch's state names), ``zero_grad``,
+``step``, ``state_dict`` / ``load_state_dict`` in torch's layout — while the arithmetic is a pure
+function of arrays that a subclass provides (:meth:`Optimizer._update`). ``step()`` runs that
+function as one ``jax.jit`` program per param group, with numeric hyperparameters passed as
+traced values so an lr scheduler never triggers a recompilation; inside ``spx.compile`` the same
+function is traced into the fused training step.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx.nn import _structure
+from spx.nn.parameter import Parameter
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _is_dynamic(value: Any) -> bool:
+    """Numeric hyperparameters are traced; bools, strings, None and tuples stay static."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)) or isinstance(
+        value, jax.Array | np.ndarray
+    )
+
+
+class Optimizer:
+    """Base class of spx optimizers (mirrors ``torch.optim.Optimizer``).
+
+    Subclasses pass their ``defaults`` and implement :meth:`_init_state` and :meth:`_update`.
+
+    Args:
+        params: an iterable of Parameters, or of dicts ``{"params": [...], **overrides}``.
+        defaults: default hyperparameters of every group.
+
+    Example:
+        >>> import spx
+        >>> model = spx.nn.Linear(3, 1)
+        >>> opt = spx.optim.SGD(model.parameters(), lr=0.1)
+        >>> len(opt.param_groups[0]["params"])
+        2
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: dict[Parameter, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Parameter | jax.Array | np.ndarray):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Parameters or "
+                f"dicts, but got {type(params).__name__}; pass model.parameters() or [param]"
+            )
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+        self._compiled: dict[Any, Callable] = {}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # -- groups ------------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (mirrors torch)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        group = dict(param_group)
+        params = group.get("params")
+        if isinstance(params, Parameter):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Use a list instead."
+            )
+        params = list(params or [])
+        for p in params:
+            if not isinstance(p, Parameter):
+                raise TypeError(
+                    f"optimizer can only optimize spx.nn.Parameter objects, but one of the "
+                    f"params is {type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and "
+                    f"keep the Parameter to read the updated value"
+                )
+        group["params"] = params
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(
+                    f"parameter group didn't specify a value of required optimization "
+                    f"parameter {name}"
+                )
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self._check_group(group)
+        self.param_groups.append(group)
+        _structure.bump()
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        """Subclasses validate hyperparameters here (torch's 'Invalid learning rate' ...)."""
+        lr = group.get("lr")
+        if _is_dynamic(lr) and not isinstance(lr, jax.Array) and lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+
+    def _all_params(self) -> list[Parameter]:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    # -- gradients ---------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the ``.grad`` of every parameter to None (or zeros)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.grad = None if set_to_none else jnp.zeros_like(p.grad)
+
+    # -- the update --------------------------------------------------------------------------
+    def _init_state(self, param: jax.Array, group: dict[str, Any]) -> dict[str, jax.Array]:
+        """The state of one parameter before its first step, in torch's names."""
+        raise NotImplementedError
+
+    def _update(
+        self,
+        params: list[jax.Array],
+        grads: list[jax.Array],
+        states: list[dict[str, jax.Array]],
+        hparams: dict[str, Any],
+    ) -> tuple[list[jax.Array], list[dict[str, jax.Array]]]:
+        """Pure update of one group: new values and states (``hparams`` may be traced)."""
+        raise NotImplementedError
+
+    def _static_and_dynamic(self, group: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        static, dynamic = [], {}
+        for key, value in group.items():
+            if key == "params":
+                continue
+            if _is_dynamic(value):
+                dynamic[key] = value
+            else:
+                static.append((key, value))
+        return tuple(sorted(static, key=lambda kv: kv[0])), dynamic
+
+    def _group_fn(self, static: tuple) -> Callable:
+        fn = self._compiled.get(static)
+        if fn is None:
+            static_dict = dict(static)
+
+            def run(params, grads, states, dynamic):
+                return self._update(params, grads, states, {**static_dict, **dynamic})
+
+            # Donate the old values and states: step() replaces them, as torch updates in place.
+            fn = self._compiled[static] = jax.jit(run, donate_argnums=(0, 2))
+        return fn
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter whose ``.grad`` is not None; returns ``closure()``."""
+        loss = closure() if closure is not None else None
+        tracing = False
+        for group in self.param_groups:
+            active = [p for p in group["params"] if p.grad is not None]
+            if not active:
+                continue
+            states = []
+            for p in active:
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = self._init_state(p.data, group)
+                states.append(state)
+            static, dynamic = self._static_and_dynamic(group)
+            datas = [p.data for p in active]
+            grads = [p.grad for p in active]
+            if any(isinstance(x, jax.core.Tracer) for x in (*datas, *grads)):
+                tracing = True
+            if tracing:
+                # Inside spx.compile / a jax transformation: trace the rule into the caller.
+                new, new_states = self._update(datas, grads, states, {**dict(static), **dynamic})
+            else:
+                new, new_states = self._group_fn(static)(datas, grads, states, dynamic)
+            for p, value, state in zip(active, new, new_states, strict=True):
+                p.data = value
+                self.state[p] = state
+        return loss
+
+    # -- serialization -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}``."""
+        index = {id(p): i for i, p in enumerate(self._all_params())}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": dict(sorted(state.items())), "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` output (arrays may be numpy or jax)."""
+        if not isinstance(state_dict, dict) or {"state", "param_groups"} - set(state_dict):
+            raise ValueError(
+                "optimizer state_dict must be a dict with 'state' and 'param_groups' keys, got "
+                f"{type(state_dict).__name__} with keys "
+                f"{sorted(state_dict) if isinstance(state_dict, dict) else '-'}"
+            )
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups, but the optimizer "
+                f"has {len(self.param_groups)}"
+            )
+        for saved, group in zip(saved_groups, self.param_groups, strict=True):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size "
+                    f"of optimizer's group ({len(saved['params'])} vs {len(group['params'])})"
+                )
+        id_to_param = {}
+        for saved, group in zip(saved_groups, self.param_groups, strict=True):
+            id_to_param.update(zip(saved["params"], group["params"], strict=True))
+        new_state: dict[Parameter, dict[str, Any]] = {}
+        for key, value in state_dict["state"].items():
+            param = id_to_param.get(int(key))
+            if param is None:
+                raise ValueError(f"optimizer state_dict has state for unknown parameter {key}")
+            new_state[param] = {
+                k: jnp.asarray(v, dtype=self._state_dtype(k, v, param)) for k, v in value.items()
+            }
+        self.state = new_state
+        for saved, group in zip(saved_groups, self.param_groups, strict=True):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = copy.deepcopy(v)
+        _structure.bump()
+
+    def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:
+        if key == "step":
+            return jnp.float32
+        arr = np.asarray(value)
+        if np.issubdtype(arr.dtype, np.floating) and not param.is_uninitialized:
+            return param.dtype
+        return None

@@ -1,0 +1,70 @@
+"""Seeded randomness with torch's habits: ``spx.manual_seed(n)`` then draw.
+
+All spx randomness (parameter init, Dropout, ``spx.randn``) draws from one key per rank, held in
+the thread's :class:`spx._context.RankContext`. Each draw splits the key, so successive draws
+differ and a run is reproducible from its seed. Under ``spx.compile`` the key is threaded through
+the compiled program as state, so every call of a compiled step gets fresh masks.
+"""
+
+from __future__ import annotations
+
+import jax
+
+from spx import _context
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the calling rank's generator (mirrors ``torch.manual_seed``).
+
+    Args:
+        seed: any Python int; negative values and values >= 2**64 are rejected as in torch.
+
+    Example:
+        >>> import spx
+        >>> spx.manual_seed(0)
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"manual_seed expects an int, got {seed!r} ({type(seed).__name__})")
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError(f"manual_seed: seed {seed} is out of range [-2**63, 2**64)")
+    ctx = _context.current()
+    ctx.seed = seed
+    # Keys are created lazily so that seeding does not start the JAX backend.
+    ctx.key = None
+
+
+def initial_seed() -> int:
+    """The seed the calling rank's generator started from (mirrors ``torch.initial_seed``)."""
+    return _context.current().seed
+
+
+def _make_key(seed: int) -> jax.Array:
+    # jax keys take 32 or 64 bits; fold the seed into 64 bits the way torch wraps it.
+    return jax.random.key(seed % (2**63))
+
+
+def get_key() -> jax.Array:
+    """The calling rank's current key (without advancing it)."""
+    ctx = _context.current()
+    if ctx.key is None:
+        ctx.key = _make_key(ctx.seed)
+    return ctx.key
+
+
+def set_key(key: jax.Array) -> None:
+    """Replace the calling rank's current key (used to thread the key through compiled code)."""
+    _context.current().key = key
+
+
+def next_key() -> jax.Array:
+    """Advance the calling rank's generator and return a fresh key for one draw.
+
+    Example:
+        >>> import jax, spx
+        >>> spx.manual_seed(0)
+        >>> x = jax.random.normal(spx.random.next_key(), (2, 3))
+    """
+    ctx = _context.current()
+    key = ctx.key if ctx.key is not None else _make_key(ctx.seed)
+    ctx.key, sub = jax.random.split(key)
+    return sub
