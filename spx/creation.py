@@ -1,0 +1,157 @@
+"""Array creation with torch's names and signatures (``spx.zeros(2, 3)``, ``spx.randn(...)``).
+
+Results are plain ``jax.Array``. ``device=`` takes the same specs as :func:`spx.device`.
+Random functions draw from the calling rank's generator (:func:`spx.manual_seed`) unless a
+``generator`` (a ``jax.random`` key) is given. Python ints become int32 and floats float32, as
+JAX does without ``jax_enable_x64`` (torch would give int64 for ints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx import random as spx_random
+from spx.device import device as resolve_device
+
+
+def _size(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
+        size = tuple(size[0])
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0:
+            raise ValueError(
+                f"spx.{fn}: sizes must be non-negative ints, got {size!r}; "
+                f"call e.g. spx.{fn}(2, 3) or spx.{fn}((2, 3))"
+            )
+    return tuple(int(s) for s in size)
+
+
+def _place(x: jax.Array, device: Any) -> jax.Array:
+    return x if device is None else jax.device_put(x, resolve_device(device))
+
+
+def _key(generator: Any) -> jax.Array:
+    return spx_random.next_key() if generator is None else generator
+
+
+def _float_dtype(dtype: Any, fn: str) -> Any:
+    dt = jnp.dtype(dtype or jnp.float32)
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"spx.{fn}: expected a floating dtype, got {dt}")
+    return dt
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+    """An array from data (mirrors ``torch.tensor``); ``requires_grad=True`` gives a Parameter.
+
+    Example:
+        >>> import spx
+        >>> spx.tensor([[1.0, 2.0]]).shape
+        (1, 2)
+    """
+    x = _place(jnp.array(getattr(data, "data", data), dtype=dtype), device)
+    if requires_grad:
+        from spx.nn.parameter import Parameter
+
+        return Parameter(x)
+    return x
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    """Like :func:`tensor`, without copying when ``data`` already is a suitable array."""
+    return _place(jnp.asarray(getattr(data, "data", data), dtype=dtype), device)
+
+
+def from_numpy(ndarray: np.ndarray) -> jax.Array:
+    """A ``jax.Array`` from a numpy array (a copy: JAX arrays never alias host memory)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"spx.from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
+    return jnp.asarray(ndarray)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    """Zeros of the given size (float32 by default). Example: ``spx.zeros(2, 3)``."""
+    return _place(jnp.zeros(_size(size, "zeros"), dtype or jnp.float32), device)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    """Ones of the given size (float32 by default). Example: ``spx.ones(2, 3)``."""
+    return _place(jnp.ones(_size(size, "ones"), dtype or jnp.float32), device)
+
+
+def zeros_like(input: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    return _place(jnp.zeros_like(jnp.asarray(input), dtype=dtype), device)
+
+
+def ones_like(input: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    return _place(jnp.ones_like(jnp.asarray(input), dtype=dtype), device)
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None) -> jax.Array:
+    """An array filled with ``fill_value`` (dtype inferred from it, as torch does)."""
+    return _place(jnp.full(_size((size,), "full"), fill_value, dtype), device)
+
+
+def arange(
+    start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None
+) -> jax.Array:
+    """``[start, end)`` with ``step`` (mirrors ``torch.arange``). Example: ``spx.arange(5)``."""
+    if step == 0:
+        raise ValueError("spx.arange: step must be nonzero")
+    if end is None:
+        start, end = 0, start
+    return _place(jnp.arange(start, end, step, dtype=dtype), device)
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None) -> jax.Array:
+    """Standard normal samples. Example: ``spx.randn(2, 3)``."""
+    shape = _size(size, "randn")
+    return _place(jax.random.normal(_key(generator), shape, _float_dtype(dtype, "randn")), device)
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None) -> jax.Array:
+    """Uniform samples on [0, 1). Example: ``spx.rand(2, 3)``."""
+    shape = _size(size, "rand")
+    return _place(jax.random.uniform(_key(generator), shape, _float_dtype(dtype, "rand")), device)
+
+
+def randint(
+    low: int,
+    high: int | None = None,
+    size: Sequence[int] | None = None,
+    *,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+) -> jax.Array:
+    """Integers on ``[low, high)`` (``randint(high, size)`` form too, as torch)."""
+    if size is None:
+        if high is None or not isinstance(high, Sequence):
+            raise TypeError("spx.randint: give size, e.g. spx.randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"spx.randint: expected low < high, got low={low}, high={high}")
+    shape = _size((size,), "randint")
+    out = jax.random.randint(_key(generator), shape, low, high, dtype=dtype or jnp.int32)
+    return _place(out, device)
+
+
+def cat(tensors: Sequence[Any], dim: int = 0) -> jax.Array:
+    """Concatenate along ``dim`` (mirrors ``torch.cat``)."""
+    if not len(tensors):
+        raise ValueError("spx.cat: expected a non-empty list of arrays")
+    return jnp.concatenate([jnp.asarray(t) for t in tensors], axis=dim)
+
+
+def stack(tensors: Sequence[Any], dim: int = 0) -> jax.Array:
+    """Stack along a new ``dim`` (mirrors ``torch.stack``)."""
+    if not len(tensors):
+        raise ValueError("spx.stack: expected a non-empty list of arrays")
+    return jnp.stack([jnp.asarray(t) for t in tensors], axis=dim)

@@ -1,0 +1,26 @@
+"""``spx.distributed.pipelining``: torch's pipelining API as true MPMD on JAX.
+
+Each rank runs its own compiled programs for its own stage(s); activations and gradients move
+between ranks as JAX transfers. Schedules are data (per-rank action tables in torch's IR),
+executed by a small runtime.
+"""
+
+from spx.distributed.pipelining.microbatch import TensorChunkSpec as TensorChunkSpec
+from spx.distributed.pipelining.schedules import PipelineScheduleMulti as PipelineScheduleMulti
+from spx.distributed.pipelining.schedules import (
+    PipelineScheduleSingle as PipelineScheduleSingle,
+)
+from spx.distributed.pipelining.schedules import Schedule1F1B as Schedule1F1B
+from spx.distributed.pipelining.schedules import ScheduleDualPipeV as ScheduleDualPipeV
+from spx.distributed.pipelining.schedules import ScheduleGPipe as ScheduleGPipe
+from spx.distributed.pipelining.schedules import (
+    ScheduleInterleaved1F1B as ScheduleInterleaved1F1B,
+)
+from spx.distributed.pipelining.schedules import (
+    ScheduleInterleavedZeroBubble as ScheduleInterleavedZeroBubble,
+)
+from spx.distributed.pipelining.schedules import ScheduleLoopedBFS as ScheduleLoopedBFS
+from spx.distributed.pipelining.schedules import ScheduleZBVZeroBubble as ScheduleZBVZeroBubble
+from spx.distributed.pipelining.schedules import _ScheduleForwardOnly as _ScheduleForwardOnly
+from spx.distributed.pipelining.schedules import get_schedule_class as get_schedule_class
+from spx.distributed.pipelining.stage import PipelineStage as PipelineStage

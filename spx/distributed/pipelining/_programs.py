@@ -1,0 +1,226 @@
+"""The compiled programs of one pipeline stage.
+
+A stage runs five kinds of program, each one ``jax.jit`` executable on the stage's device:
+
+* ``forward``   (F): runs the stage module (and, on the last stage, the loss) under
+  ``jax.vjp`` and returns the outputs plus the vjp's residuals, which stay on the device until
+  the matching backward;
+* ``backward``  (B): cotangent of the outputs -> gradient of the inputs, and the weight
+  gradients added into the stage's accumulators;
+* ``backward_input`` (I) and ``backward_weight`` (W): the two halves of B, split at the jaxpr
+  level (:mod:`._backward_split`) so that I + W do the work of B once;
+* ``forward_eval``: the forward without residuals, for ``eval()`` and forward-only schedules.
+
+Parameters are read live at every step and bound into the module only while tracing (the same
+:class:`spx.compile.binding.Binding` as ``spx.compile``), so an optimizer step between two
+schedule steps changes the next result. Buffers the forward assigns and the RNG key flow out of
+each forward and are written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx import random as spx_random
+from spx.compile.binding import Binding
+from spx.distributed.pipelining._backward_split import BackwardSplit, split_backward
+from spx.nn.module import Module
+
+
+def _is_float(x: Any) -> bool:
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)
+
+
+def _as_args(value: Any) -> tuple:
+    """A stage's output becomes the next stage's positional arguments (torch's convention)."""
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _add(acc: list[jax.Array] | None, grads: list[jax.Array]) -> list[jax.Array]:
+    return list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
+
+
+class StagePrograms:
+    """Builds and caches the programs of one stage module.
+
+    Args:
+        module: the stage's module (its parameters must live on ``device``).
+        is_first: whether this is stage 0 (its inputs get no gradient).
+        is_last: whether this is the last stage (it computes the loss).
+        loss_fn: ``loss_fn(output, target) -> scalar`` on the last stage, or None.
+        recompute: keep only the stage's inputs as residuals and recompute the forward in the
+            backward (activation checkpointing, ``jax.checkpoint``).
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        is_first: bool,
+        is_last: bool,
+        loss_fn: Callable[[Any, Any], Any] | None,
+        recompute: bool = False,
+    ) -> None:
+        self.module = module
+        self.is_first = is_first
+        self.is_last = is_last
+        self.loss_fn = loss_fn
+        self.recompute = recompute
+        self.binding = Binding([module])
+        self._rebuild()
+        self._splits: dict[Any, BackwardSplit] = {}
+
+    def _rebuild(self) -> None:
+        params = self.binding.params
+        self.train_index = [
+            i for i, p in enumerate(params) if p.requires_grad and _is_float(p.data)
+        ]
+        train = set(self.train_index)
+        self.frozen_index = [i for i in range(len(params)) if i not in train]
+        self.train_params = [params[i] for i in self.train_index]
+        self._forward = jax.jit(self._forward_impl, static_argnums=(6,))
+        self._forward_eval = jax.jit(self._forward_eval_impl)
+        self._backward = jax.jit(self._backward_impl, donate_argnums=(2,))
+        self._backward_input = jax.jit(self._backward_input_impl, static_argnums=(2,))
+        self._backward_weight = jax.jit(self._backward_weight_impl, static_argnums=(3,),
+                                        donate_argnums=(2,))
+
+    # -- state -------------------------------------------------------------------------------
+    def read_params(self) -> tuple[list[jax.Array], list[jax.Array]]:
+        """Live (trainable, frozen) parameter values."""
+        params = self.binding.params
+        return [params[i].data for i in self.train_index], [
+            params[i].data for i in self.frozen_index
+        ]
+
+    def read_buffers(self) -> list[jax.Array]:
+        return [d[n] for d, n in self.binding.buffer_slots]
+
+    def write_buffers(self, values: list[jax.Array]) -> None:
+        for (d, n), v in zip(self.binding.buffer_slots, values, strict=True):
+            d[n] = v
+
+    # -- the module as a pure function -------------------------------------------------------
+    def _apply(self, train, frozen, buffers, key, args, kwargs):
+        binding = self.binding
+        before = binding.read_state()
+        try:
+            for p, v in zip(self.train_params, train, strict=True):
+                p._data = v
+            params = binding.params
+            for i, v in zip(self.frozen_index, frozen, strict=True):
+                params[i]._data = v
+            self.write_buffers(buffers)
+            spx_random.set_key(key)
+            out = self.module(*args, **kwargs)
+            return out, self.read_buffers(), spx_random.get_key()
+        finally:
+            binding.write_state(before)
+
+    def _forward_impl(self, train, frozen, buffers, key, args, kwargs_and_target, diff_mask):
+        kwargs, target = kwargs_and_target
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        diff = [x for x, m in zip(leaves, diff_mask, strict=True) if m]
+
+        def f(train, diff):
+            it = iter(diff)
+            call_args = tree.unflatten([next(it) if m else x for x, m in zip(leaves, diff_mask,
+                                                                              strict=True)])
+            out, new_buffers, new_key = self._apply(train, frozen, buffers, key, call_args,
+                                                    kwargs)
+            if self.is_last and self.loss_fn is not None:
+                loss = jnp.asarray(self.loss_fn(out, target))
+                return loss, (out, new_buffers, new_key)
+            floats = [x for x in jax.tree_util.tree_leaves(out) if _is_float(x)]
+            return floats, (out, new_buffers, new_key)
+
+        if self.recompute:
+            f = jax.checkpoint(f)
+        primal, vjp, (out, new_buffers, new_key) = jax.vjp(f, train, diff, has_aux=True)
+        loss = primal if self.is_last and self.loss_fn is not None else None
+        return out, loss, vjp, new_buffers, new_key
+
+    def _forward_eval_impl(self, train, frozen, buffers, key, args, kwargs_and_target):
+        kwargs, target = kwargs_and_target
+        out, new_buffers, new_key = self._apply(train, frozen, buffers, key, args, kwargs)
+        loss = None
+        if self.is_last and self.loss_fn is not None:
+            loss = jnp.asarray(self.loss_fn(out, target))
+        return out, loss, new_buffers, new_key
+
+    def _cotangent(self, grads_out: Any) -> Any:
+        # The last stage differentiates its scalar loss; the others get their output
+        # cotangents from the next stage (one per float output leaf).
+        if self.is_last and self.loss_fn is not None:
+            return jnp.ones((), jnp.float32) if grads_out is None else grads_out
+        return list(grads_out)
+
+    def _backward_impl(self, vjp, grads_out, acc):
+        g_train, g_inputs = vjp(self._cotangent(grads_out))
+        return g_inputs, _add(acc, g_train)
+
+    def _backward_input_impl(self, res_leaves, grads_out, key):
+        split = self._splits[key]
+        cot = jax.tree_util.tree_leaves(self._cotangent(grads_out))
+        g_inputs, bridge = split.run_input(*res_leaves, *cot)
+        w_inputs = [[*res_leaves, *cot][i] for i in split.weight_input_index]
+        return g_inputs, w_inputs, bridge
+
+    def _backward_weight_impl(self, w_inputs, bridge, acc, key):
+        return _add(acc, self._splits[key].run_weight(w_inputs, bridge))
+
+    # -- public calls ------------------------------------------------------------------------
+    def forward(self, train, frozen, buffers, key, args, kwargs, target):
+        """-> (output, loss or None, vjp residuals, new buffers, new key)."""
+        leaves = jax.tree_util.tree_leaves(args)
+        diff_mask = tuple(not self.is_first and _is_float(x) for x in leaves)
+        return self._forward(train, frozen, buffers, key, args, (kwargs, target), diff_mask)
+
+    def forward_eval(self, train, frozen, buffers, key, args, kwargs, target):
+        """-> (output, loss or None, new buffers, new key); no residuals are kept."""
+        return self._forward_eval(train, frozen, buffers, key, args, (kwargs, target))
+
+    def backward(self, vjp, grads_out, acc):
+        """Full backward: -> (input grads (list, one per float input leaf), new accumulators)."""
+        return self._backward(vjp, grads_out, acc)
+
+    def backward_input(self, vjp, grads_out):
+        """I: -> (input grads, state for :meth:`backward_weight`)."""
+        res_leaves, tree = jax.tree_util.tree_flatten(vjp)
+        cot = self._cotangent(grads_out)
+        key = (tree, tuple((x.shape, x.dtype) for x in res_leaves),
+               jax.tree_util.tree_structure(cot),
+               tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves(cot)))
+        if key not in self._splits:
+            self._splits[key] = self._make_split(tree, res_leaves, cot)
+        g_inputs, w_inputs, bridge = self._backward_input(res_leaves, grads_out, key)
+        return g_inputs, (w_inputs, bridge, key)
+
+    def backward_weight(self, saved, acc):
+        """W: -> new accumulators."""
+        w_inputs, bridge, key = saved
+        return self._backward_weight(w_inputs, bridge, acc, key)
+
+    def _make_split(self, tree, res_leaves, cot) -> BackwardSplit:
+        cot_leaves, cot_tree = jax.tree_util.tree_flatten(cot)
+
+        def full(res, cot_leaves):
+            g_train, g_inputs = tree.unflatten(res)(cot_tree.unflatten(cot_leaves))
+            return [*g_train, *g_inputs]
+
+        closed = jax.make_jaxpr(full)(res_leaves, cot_leaves)
+        return split_backward(closed, len(self.train_index))
+
+    # -- diagnostics -------------------------------------------------------------------------
+    def cost(self, which: str, *args: Any) -> float:
+        """XLA's flop estimate of a program for the given arguments (for tests/benchmarks)."""
+        fn = {"B": self._backward_impl, "I": self._backward_input_impl,
+              "W": self._backward_weight_impl}[which]
+        static = {"I": (2,), "W": (3,)}.get(which, ())
+        analysis = jax.jit(fn, static_argnums=static).lower(*args).compile().cost_analysis()
+        if isinstance(analysis, list):
+            analysis = analysis[0]
+        return float(analysis.get("flops", 0.0))
