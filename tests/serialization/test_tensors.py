@@ -1,0 +1,229 @@
+"""spx.serialization.save / load: dtypes bit for bit, interop with torch's reader and writer,
+hand-built files, and the errors a user sees."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from spx import nn
+from spx.serialization import load, save
+
+torch = pytest.importorskip("torch")
+st_torch = pytest.importorskip("safetensors.torch")
+
+
+def _bits(x) -> bytes:
+    return np.ascontiguousarray(np.asarray(x)).tobytes()
+
+
+def _sample(dtype, shape=(3, 5)) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    values = rng.standard_normal(shape).astype(np.float32) * 100
+    values.flat[:3] = [np.inf, -0.0, np.nan]
+    return values.astype(dtype)
+
+
+DTYPES = {
+    "float32": (np.float32, torch.float32),
+    "float16": (np.float16, torch.float16),
+    "bfloat16": (ml_dtypes.bfloat16, torch.bfloat16),
+    "int32": (np.int32, torch.int32),
+    "int8": (np.int8, torch.int8),
+    "uint8": (np.uint8, torch.uint8),
+    "bool": (np.bool_, torch.bool),
+    "float8_e4m3fn": (ml_dtypes.float8_e4m3fn, torch.float8_e4m3fn),
+    "float8_e5m2": (ml_dtypes.float8_e5m2, torch.float8_e5m2),
+}
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_dtype_round_trip_is_bit_exact_and_torch_reads_it(tmp_path, name):
+    np_dtype, torch_dtype = DTYPES[name]
+    host = _sample(np_dtype)
+    path = tmp_path / "x.safetensors"
+    save({"jax": jnp.asarray(host), "numpy": host, "scalar": host[0, 0]}, path)
+
+    back = load(path)
+    for key in ("jax", "numpy"):
+        assert isinstance(back[key], jax.Array)
+        assert back[key].dtype == np_dtype and back[key].shape == host.shape
+        assert _bits(back[key]) == _bits(host)
+    assert back["scalar"].shape == () and _bits(back["scalar"]) == _bits(host[0, 0])
+
+    # An independent reader (torch's) sees the same dtype and bytes.
+    theirs = st_torch.load_file(str(path))
+    assert theirs["jax"].dtype == torch_dtype and tuple(theirs["jax"].shape) == host.shape
+    assert theirs["numpy"].view(torch.uint8).numpy().tobytes() == _bits(host)
+
+
+@pytest.mark.parametrize("name", ["float32", "bfloat16", "int8", "bool", "float8_e4m3fn"])
+def test_files_written_by_torch_load_bit_exact(tmp_path, name):
+    np_dtype, torch_dtype = DTYPES[name]
+    host = _sample(np_dtype, (4, 2))
+    tensor = torch.from_numpy(host.view(np.uint8).copy()).view(torch_dtype).reshape(4, 2)
+    path = tmp_path / "torch.safetensors"
+    st_torch.save_file({"t": tensor}, str(path))
+    back = load(path)["t"]
+    assert back.dtype == np_dtype and _bits(back) == _bits(host)
+
+
+def test_hand_built_file_loads(tmp_path):
+    # The format by hand: u64 header length, JSON header, then the raw little-endian bytes.
+    w = np.array([[1.5, -2.0], [0.25, 8.0]], dtype=ml_dtypes.bfloat16)
+    i = np.array([7, -9, 1 << 30], dtype=np.int32)
+    header = {
+        "__metadata__": {"who": "hand"},
+        "w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
+        "i": {"dtype": "I32", "shape": [3], "data_offsets": [8, 20]},
+    }
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path = tmp_path / "hand.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + w.tobytes() + i.tobytes())
+    back = load(path)
+    assert back["w"].dtype == jnp.bfloat16 and _bits(back["w"]) == _bits(w)
+    assert back["i"].tolist() == [7, -9, 1 << 30]
+
+
+def test_non_contiguous_views_are_written_by_value(tmp_path):
+    # safetensors.numpy writes raw memory order: a transposed view must be made contiguous.
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    path = tmp_path / "v.safetensors"
+    save({"t": base.T, "strided": base[:, ::2], "big_endian": base.astype(">f4")}, path)
+    theirs = st_torch.load_file(str(path))
+    np.testing.assert_array_equal(theirs["t"].numpy(), base.T)
+    np.testing.assert_array_equal(theirs["strided"].numpy(), base[:, ::2])
+    np.testing.assert_array_equal(theirs["big_endian"].numpy(), base)
+
+
+def test_tied_weights_and_parameters_save(tmp_path):
+    shared = nn.Parameter(jnp.arange(6.0).reshape(2, 3))
+    path = tmp_path / "tied.safetensors"
+    save({"embed.weight": shared, "head.weight": shared, "view": shared.data}, path)
+    theirs = st_torch.load_file(str(path))
+    for key in ("embed.weight", "head.weight", "view"):
+        np.testing.assert_array_equal(theirs[key].numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def test_metadata_round_trips_with_torch_format_tag(tmp_path):
+    path = tmp_path / "m.safetensors"
+    save({"a": jnp.zeros(1)}, path, metadata={"step": "10"})
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as f:
+        assert f.metadata() == {"format": "pt", "step": "10"}
+
+
+def test_load_reads_only_requested_keys(tmp_path, file_log):
+    path = tmp_path / "m.safetensors"
+    save({f"layer{i}.w": jnp.full((4,), i, jnp.float32) for i in range(6)}, path)
+    out = load(path, keys=["layer4.w", "layer1.w"])
+    assert list(out) == ["layer4.w", "layer1.w"]
+    assert out["layer4.w"].tolist() == [4.0] * 4
+    assert file_log.read_keys() == ["layer4.w", "layer1.w"]
+
+
+def test_load_to_device_and_map_location(tmp_path):
+    path = tmp_path / "m.safetensors"
+    save({"a": jnp.ones(2)}, path)
+    dev = jax.devices()[1]
+    assert load(path, device=dev)["a"].devices() == {dev}
+    assert load(path, map_location="cpu:2")["a"].devices() == {jax.devices()[2]}
+    with pytest.raises(ValueError, match=r"pass one"):
+        load(path, device="cpu", map_location="cpu")
+
+
+def test_missing_key_lists_available(tmp_path):
+    path = tmp_path / "m.safetensors"
+    save({"fc1.weight": jnp.ones(2), "fc1.bias": jnp.ones(2)}, path)
+    with pytest.raises(KeyError) as info:
+        load(path, keys=["fc1.wieght"])
+    message = str(info.value)
+    assert "'fc1.wieght'" in message and "did you mean 'fc1.weight'" in message
+    assert "fc1.bias" in message and str(path) in message
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"nope\.safetensors"):
+        load(tmp_path / "nope.safetensors")
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint in directory"):
+        load(tmp_path)
+
+
+def test_truncated_and_garbage_files_raise_clear_value_error(tmp_path):
+    good = tmp_path / "good.safetensors"
+    save({"w": jnp.ones((64, 64))}, good)
+    data = good.read_bytes()
+    cases = {
+        "cut_data.safetensors": data[:-100],
+        "cut_header.safetensors": data[:20],
+        "garbage.safetensors": b"this is not a safetensors file at all" * 4,
+        "empty.safetensors": b"",
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=r"truncated or corrupt") as info:
+            load(path)
+        assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("state_dict", "match"),
+    [
+        ({1: jnp.ones(1)}, "keys must be str.*1"),
+        ({"w": 1.0}, "'w'.*got builtins.float"),
+        ({"w": [1, 2]}, "'w'.*np.asarray"),
+        ({"w": {"nested": jnp.ones(1)}}, "'w'.*nested.*model.state_dict"),
+        ({"w": torch.ones(1)}, "'w'.*torch.*numpy"),
+        ({"w": jnp.ones(2, jnp.int4)}, "'w'.*int4.*not supported"),
+        ({"w": nn.UninitializedParameter()}, "'w'.*uninitialized.*forward"),
+    ],
+)
+def test_bad_entries_raise_type_error_naming_the_key(tmp_path, state_dict, match):
+    path = tmp_path / "bad.safetensors"
+    with pytest.raises(TypeError, match=match):
+        save(state_dict, path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(TypeError, match=r"model.state_dict\(\)"):
+        save(nn.Linear(2, 2), tmp_path / "m.safetensors")
+    with pytest.raises(TypeError, match=r"metadata must be a dict"):
+        save({"a": jnp.ones(1)}, tmp_path / "m.safetensors", metadata={"step": 3})
+    with pytest.raises(ValueError, match=r"reserved"):
+        save({"__metadata__": jnp.ones(1)}, tmp_path / "m.safetensors")
+    with pytest.raises(TypeError, match=r"file path"):
+        save({"a": jnp.ones(1)}, open(tmp_path / "f", "wb"))  # noqa: SIM115
+    with pytest.raises(TypeError, match=r"\['a'\]"):
+        load(tmp_path / "m.safetensors", keys="a")
+
+
+def test_saving_traced_values_is_refused(tmp_path):
+    @jax.jit
+    def f(x):
+        save({"x": x}, tmp_path / "t.safetensors")
+        return x
+
+    with pytest.raises(TypeError, match=r"traced"):
+        f(jnp.ones(2))
+
+
+def test_int64_follows_jax_x64_rules(tmp_path):
+    path = tmp_path / "i.safetensors"
+    st_torch.save_file({"steps": torch.tensor([5, 1 << 20], dtype=torch.int64)}, str(path))
+    back = load(path)["steps"]
+    assert back.dtype == jnp.int32 and back.tolist() == [5, 1 << 20]
