@@ -7,9 +7,11 @@ fills ``p.grad``) and :func:`spx.value_and_grad` (functional); :func:`spx.compil
 whole training step into one XLA program.
 """
 
+from spx import data as data
 from spx import nn as nn
 from spx import optim as optim
 from spx import random as random
+from spx import serialization as serialization
 from spx.autograd import backward as backward
 from spx.autograd import grad as grad
 from spx.autograd import no_grad as no_grad
@@ -33,5 +35,7 @@ from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
+from spx.serialization import load as load
+from spx.serialization import save as save
 
 __version__ = "0.1.0"

@@ -31,11 +31,30 @@ class _Required:
 required = _Required()
 
 
-def _is_dynamic(value: Any) -> bool:
-    """Numeric hyperparameters are traced; bools, strings, None and tuples stay static."""
+def _is_number(value: Any) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)) or isinstance(
         value, jax.Array | np.ndarray
     )
+
+
+def _is_dynamic(value: Any) -> bool:
+    """Numeric hyperparameters are traced; bools, strings, None and other tuples stay static.
+
+    A tuple or list of numbers (Adam's ``betas``) is traced too: OneCycleLR rewrites
+    ``betas[0]`` every step, and a static tuple would recompile the update each time.
+    """
+    if isinstance(value, tuple | list):
+        return bool(value) and all(_is_number(v) for v in value)
+    return _is_number(value)
+
+
+def _hashable(value: Any) -> Any:
+    """Static hyperparameters key the compiled update: lists become tuples (recursively)."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
 
 
 class Optimizer:
@@ -72,6 +91,8 @@ class Optimizer:
         for group in groups:
             self.add_param_group(group)
         self._compiled: dict[Any, Callable] = {}
+        # Last switches computed from concrete hyperparameters, per group (see _switches).
+        self._switch_cache: dict[int, tuple] = {}
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -154,6 +175,33 @@ class Optimizer:
         """Pure update of one group: new values and states (``hparams`` may be traced)."""
         raise NotImplementedError
 
+    def _static_switches(self, group: dict[str, Any]) -> dict[str, bool]:
+        """Python switches a subclass derives from numeric hyperparameters.
+
+        torch branches on values such as ``momentum != 0`` to choose which state a parameter
+        keeps. Numeric hyperparameters are traced, so such a test can't run inside
+        :meth:`_update`; a subclass computes it here (keys start with ``_``) and reads it from
+        ``hparams``. The switches are part of the compiled function's static key.
+        """
+        return {}
+
+    def _switches(self, group: dict[str, Any]) -> tuple:
+        try:
+            switches = tuple(sorted(self._static_switches(group).items()))
+        except jax.errors.ConcretizationTypeError:
+            # Inside spx.compile the group holds tracers. The switches were computed from the
+            # concrete values when the program was planned (_static_and_dynamic runs then).
+            cached = self._switch_cache.get(id(group))
+            if cached is None:
+                raise TypeError(
+                    f"{type(self).__name__}: a hyperparameter that selects the update rule "
+                    "(e.g. momentum == 0 or not) is a traced value and was never seen "
+                    "concretely; call opt.step() once eagerly or pass Python numbers"
+                ) from None
+            return cached
+        self._switch_cache[id(group)] = switches
+        return switches
+
     def _static_and_dynamic(self, group: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         static, dynamic = [], {}
         for key, value in group.items():
@@ -162,8 +210,8 @@ class Optimizer:
             if _is_dynamic(value):
                 dynamic[key] = value
             else:
-                static.append((key, value))
-        return tuple(sorted(static, key=lambda kv: kv[0])), dynamic
+                static.append((key, _hashable(value)))
+        return tuple(sorted(static, key=lambda kv: kv[0])) + self._switches(group), dynamic
 
     def _group_fn(self, static: tuple) -> Callable:
         fn = self._compiled.get(static)
@@ -201,9 +249,10 @@ class Optimizer:
                 new, new_states = self._update(datas, grads, states, {**dict(static), **dynamic})
             else:
                 new, new_states = self._group_fn(static)(datas, grads, states, dynamic)
-            for p, value, state in zip(active, new, new_states, strict=True):
+            for p, value, state, old in zip(active, new, new_states, states, strict=True):
                 p.data = value
-                self.state[p] = state
+                # jax returns dicts with sorted keys; keep torch's order (state_dict shows it).
+                self.state[p] = {**{k: state[k] for k in old if k in state}, **state}
         return loss
 
     # -- serialization -----------------------------------------------------------------------
@@ -215,7 +264,13 @@ class Optimizer:
             packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        # Copies: step() donates the state buffers, which would delete arrays handed out here.
+        # Parameters without state (SGD without momentum) have no entry, as in torch.
+        state = {
+            index[id(p)]: {k: _copy_array(v) for k, v in s.items()}
+            for p, s in self.state.items()
+            if id(p) in index and s
+        }
         return {"state": dict(sorted(state.items())), "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -246,8 +301,10 @@ class Optimizer:
             param = id_to_param.get(int(key))
             if param is None:
                 raise ValueError(f"optimizer state_dict has state for unknown parameter {key}")
+            # jnp.array copies: the caller keeps its arrays, and step() donates ours.
             new_state[param] = {
-                k: jnp.asarray(v, dtype=self._state_dtype(k, v, param)) for k, v in value.items()
+                k: None if v is None else jnp.array(v, dtype=self._state_dtype(k, v, param))
+                for k, v in value.items()
             }
         self.state = new_state
         for saved, group in zip(saved_groups, self.param_groups, strict=True):
@@ -263,3 +320,7 @@ class Optimizer:
         if np.issubdtype(arr.dtype, np.floating) and not param.is_uninitialized:
             return param.dtype
         return None
+
+
+def _copy_array(value: Any) -> Any:
+    return jnp.array(value, copy=True) if isinstance(value, jax.Array) else copy.deepcopy(value)

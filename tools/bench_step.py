@@ -1,0 +1,294 @@
+"""Benchmark: one training step (forward + backward + AdamW) of a small GPT, four ways.
+
+* spx      — ``examples/gpt.py`` + ``spx.optim.AdamW`` in a torch-style step under ``spx.compile``
+* raw JAX  — the same network as a pure function over a dict of arrays, ``jax.jit`` with donated
+             parameters and ``optax.adamw`` (the floor for dispatch overhead)
+* flax.nnx — the same network with ``nnx`` modules and ``nnx.jit`` (needs ``flax``)
+* torch    — the same network with ``torch.nn`` in eager mode (needs ``torch``)
+
+Each step is timed to completion (``block_until_ready`` on the loss / ``loss.item()``); the
+table shows medians and the ratio to raw JAX. Target: spx <= 1.10x raw JAX.
+
+Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+import spx  # noqa: E402
+from gpt import GPT, GPTConfig, lm_loss  # noqa: E402
+
+CONFIGS = {
+    "tiny": (GPTConfig(vocab_size=256, block_size=32, n_layer=2, n_head=4, n_embd=64), 2),
+    "medium": (GPTConfig(vocab_size=256, block_size=128, n_layer=4, n_head=4, n_embd=256), 8),
+}
+LR, WD = 1e-3, 0.01
+
+
+def _median_ms(step: Callable[[], None], steps: int, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def _batch(cfg: GPTConfig, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    seq = rng.integers(0, cfg.vocab_size, (batch, cfg.block_size + 1)).astype(np.int32)
+    return seq[:, :-1], seq[:, 1:]
+
+
+# -- spx ---------------------------------------------------------------------------------------
+def bench_spx(cfg: GPTConfig, batch: int, steps: int) -> float:
+    spx.manual_seed(0)
+    model = GPT(cfg)
+    opt = spx.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+
+    @spx.compile
+    def train_step(model, opt, x, y):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: lm_loss(m(x), y), model)
+        opt.step()
+        return loss
+
+    x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
+    return _median_ms(lambda: train_step(model, opt, x, y).block_until_ready(), steps)
+
+
+# -- raw JAX -----------------------------------------------------------------------------------
+def _init_raw(cfg: GPTConfig) -> dict[str, jax.Array]:
+    keys = iter(jax.random.split(jax.random.key(0), 64))
+    d = cfg.n_embd
+
+    def lin(n_in: int, n_out: int, bias: bool = True) -> dict[str, jax.Array]:
+        bound = 1 / math.sqrt(n_in)
+        p = {"weight": jax.random.uniform(next(keys), (n_out, n_in), minval=-bound, maxval=bound)}
+        if bias:
+            p["bias"] = jnp.zeros((n_out,))
+        return p
+
+    def ln() -> dict[str, jax.Array]:
+        return {"weight": jnp.ones((d,)), "bias": jnp.zeros((d,))}
+
+    return {
+        "wte": jax.random.normal(next(keys), (cfg.vocab_size, d)),
+        "wpe": jax.random.normal(next(keys), (cfg.block_size, d)),
+        "blocks": [
+            {"ln_1": ln(), "c_attn": lin(d, 3 * d), "c_proj": lin(d, d), "ln_2": ln(),
+             "c_fc": lin(d, 4 * d), "mlp_proj": lin(4 * d, d)}
+            for _ in range(cfg.n_layer)
+        ],
+        "ln_f": ln(),
+        "lm_head": lin(d, cfg.vocab_size, bias=False),
+    }
+
+
+def _raw_forward(params: dict, idx: jax.Array, cfg: GPTConfig) -> jax.Array:
+    def linear(p, x):
+        y = x @ p["weight"].T
+        return y + p["bias"] if "bias" in p else y
+
+    def layer_norm(p, x):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * p["weight"] + p["bias"]
+
+    B, T = idx.shape
+    C, H = cfg.n_embd, cfg.n_head
+    x = params["wte"][idx] + params["wpe"][:T]
+    mask = jnp.tril(jnp.ones((T, T), bool))
+    for blk in params["blocks"]:
+        h = layer_norm(blk["ln_1"], x)
+        q, k, v = jnp.split(linear(blk["c_attn"], h), 3, axis=-1)
+        q, k, v = (t.reshape(B, T, H, C // H).transpose(0, 2, 1, 3) for t in (q, k, v))
+        att = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(C // H)
+        att = jax.nn.softmax(jnp.where(mask, att, -jnp.inf), axis=-1)
+        y = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+        x = x + linear(blk["c_proj"], y)
+        h = layer_norm(blk["ln_2"], x)
+        x = x + linear(blk["mlp_proj"], jax.nn.gelu(linear(blk["c_fc"], h), approximate=True))
+    return linear(params["lm_head"], layer_norm(params["ln_f"], x))
+
+
+def bench_raw(cfg: GPTConfig, batch: int, steps: int) -> float:
+    params = _init_raw(cfg)
+    tx = optax.adamw(LR, weight_decay=WD)
+    opt_state = tx.init(params)
+
+    def loss_fn(params, x, y):
+        logits = _raw_forward(params, x, cfg)
+        logp = jax.nn.log_softmax(logits.reshape(-1, cfg.vocab_size))
+        return -jnp.take_along_axis(logp, y.reshape(-1, 1), axis=1).mean()
+
+    @jax.jit
+    def _step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    train_step = jax.jit(_step, donate_argnums=(0, 1))
+    x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
+    state = {"p": params, "o": opt_state}
+
+    def step() -> None:
+        state["p"], state["o"], loss = train_step(state["p"], state["o"], x, y)
+        loss.block_until_ready()
+
+    return _median_ms(step, steps)
+
+
+# -- flax.nnx ----------------------------------------------------------------------------------
+def bench_nnx(cfg: GPTConfig, batch: int, steps: int) -> float | None:
+    try:
+        from flax import nnx
+    except ImportError:
+        return None
+    d, H = cfg.n_embd, cfg.n_head
+
+    class Block(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs) -> None:
+            self.ln_1 = nnx.LayerNorm(d, rngs=rngs)
+            self.c_attn = nnx.Linear(d, 3 * d, rngs=rngs)
+            self.c_proj = nnx.Linear(d, d, rngs=rngs)
+            self.ln_2 = nnx.LayerNorm(d, rngs=rngs)
+            self.c_fc = nnx.Linear(d, 4 * d, rngs=rngs)
+            self.mlp_proj = nnx.Linear(4 * d, d, rngs=rngs)
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            B, T, C = x.shape
+            q, k, v = jnp.split(self.c_attn(self.ln_1(x)), 3, axis=-1)
+            q, k, v = (t.reshape(B, T, H, C // H).transpose(0, 2, 1, 3) for t in (q, k, v))
+            att = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(C // H)
+            mask = jnp.tril(jnp.ones((T, T), bool))
+            att = jax.nn.softmax(jnp.where(mask, att, -jnp.inf), axis=-1)
+            y = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+            x = x + self.c_proj(y)
+            return x + self.mlp_proj(jax.nn.gelu(self.c_fc(self.ln_2(x)), approximate=True))
+
+    class Model(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs) -> None:
+            self.wte = nnx.Embed(cfg.vocab_size, d, rngs=rngs)
+            self.wpe = nnx.Embed(cfg.block_size, d, rngs=rngs)
+            self.blocks = nnx.List([Block(rngs) for _ in range(cfg.n_layer)])
+            self.ln_f = nnx.LayerNorm(d, rngs=rngs)
+            self.lm_head = nnx.Linear(d, cfg.vocab_size, use_bias=False, rngs=rngs)
+
+        def __call__(self, idx: jax.Array) -> jax.Array:
+            x = self.wte(idx) + self.wpe(jnp.arange(idx.shape[1]))
+            for blk in self.blocks:
+                x = blk(x)
+            return self.lm_head(self.ln_f(x))
+
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(LR, weight_decay=WD), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        def loss_fn(model):
+            logits = model(x)
+            logp = jax.nn.log_softmax(logits.reshape(-1, cfg.vocab_size))
+            return -jnp.take_along_axis(logp, y.reshape(-1, 1), axis=1).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
+    return _median_ms(lambda: train_step(model, optimizer, x, y).block_until_ready(), steps)
+
+
+# -- torch eager -------------------------------------------------------------------------------
+def bench_torch(cfg: GPTConfig, batch: int, steps: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    tnn = torch.nn
+    d, H = cfg.n_embd, cfg.n_head
+    torch.manual_seed(0)
+
+    class Block(tnn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1, self.ln_2 = tnn.LayerNorm(d), tnn.LayerNorm(d)
+            self.c_attn, self.c_proj = tnn.Linear(d, 3 * d), tnn.Linear(d, d)
+            self.c_fc, self.mlp_proj = tnn.Linear(d, 4 * d), tnn.Linear(4 * d, d)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+            gelu = torch.nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")
+            return x + self.mlp_proj(gelu)
+
+    class Model(tnn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte, self.wpe = tnn.Embedding(cfg.vocab_size, d), tnn.Embedding(cfg.block_size, d)
+            self.blocks = tnn.ModuleList([Block() for _ in range(cfg.n_layer)])
+            self.ln_f, self.lm_head = tnn.LayerNorm(d), tnn.Linear(d, cfg.vocab_size, bias=False)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for blk in self.blocks:
+                x = blk(x)
+            return self.lm_head(self.ln_f(x))
+
+    model = Model()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+    x, y = (torch.from_numpy(a).long() for a in _batch(cfg, batch))
+
+    def step() -> None:
+        opt.zero_grad()
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, cfg.vocab_size), y.view(-1))
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    return _median_ms(step, steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--only", choices=sorted(CONFIGS))
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; medians of {args.steps} steps")
+    print(f"{'config':<8} {'impl':<9} {'ms/step':>9} {'x raw JAX':>10}")
+    for name, (cfg, batch) in CONFIGS.items():
+        if args.only and name != args.only:
+            continue
+        steps = args.steps if name == "tiny" else max(20, args.steps // 4)
+        raw = bench_raw(cfg, batch, steps)
+        results = {"raw JAX": raw, "spx": bench_spx(cfg, batch, steps),
+                   "flax.nnx": bench_nnx(cfg, batch, steps), "torch": bench_torch(cfg, batch, steps)}
+        for impl, ms in results.items():
+            if ms is None:
+                print(f"{name:<8} {impl:<9} {'n/a':>9} {'(not installed)':>10}")
+            else:
+                print(f"{name:<8} {impl:<9} {ms:9.3f} {ms / raw:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
