@@ -63,6 +63,7 @@ class _Plan:
     binding: Binding
     kinds: tuple[str, ...]
     static_key: Any
+    static_leaves: tuple[Any, ...]
 
 
 @dataclass
@@ -142,6 +143,7 @@ class CompiledFunction:
             binding=binding,
             kinds=kinds,
             static_key=static_key,
+            static_leaves=tuple(static_leaves),
         )
 
     def _plan_for(self, leaves: list[Any], treedef: Any) -> _Plan:
@@ -151,6 +153,8 @@ class CompiledFunction:
             and plan.epoch == _structure.EPOCH
             and plan.treedef == treedef
             and plan.stateful_ids == tuple(id(x) for x in leaves if is_stateful(x))
+            and plan.static_leaves
+            == tuple(x for x, k in zip(leaves, plan.kinds, strict=True) if k == "static")
         ):
             return plan
         plan = self._plan = self._make_plan(leaves, treedef)

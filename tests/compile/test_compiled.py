@@ -134,15 +134,18 @@ def test_buffers_are_written_back_like_eager():
     x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 4)), jnp.float32)
     spx.manual_seed(1)
     eager = _Noisy()
+    for _ in range(3):
+        eager(x)
     spx.manual_seed(1)
     compiled_model = _Noisy()
     step = spx.compile(lambda m, x: m(x).sum())
     for _ in range(3):
-        eager(x)
         step(compiled_model, x)
-    np.testing.assert_allclose(
-        np.asarray(compiled_model.bn.running_mean), np.asarray(eager.bn.running_mean), rtol=1e-6
-    )
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(compiled_model.bn, name)), np.asarray(getattr(eager.bn, name)),
+            rtol=1e-5, atol=1e-6,
+        )
     assert int(compiled_model.bn.num_batches_tracked) == 3
 
 
@@ -176,7 +179,7 @@ def test_returning_a_module_is_a_clear_error():
 def test_unhashable_static_argument_is_a_clear_error():
     _, s = _pair()
     with pytest.raises(TypeError, match="neither an array nor hashable"):
-        spx.compile(lambda m, cfg: m(jnp.ones((1, 6))).sum())(s, {"a": [1]}["a"])
+        spx.compile(lambda m, cfg: m(jnp.ones((1, 6))).sum())(s, {1, 2})
 
 
 def test_static_int_argument_recompiles_per_value():

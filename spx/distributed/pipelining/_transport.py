@@ -25,11 +25,6 @@ class Transport:
     def __init__(self, group: Any) -> None:
         self.group = group
         self._backend = None if group is None else group.backend
-        if self._backend is not None and not hasattr(self._backend, "send_tree"):
-            raise NotImplementedError(
-                f"The {type(self._backend).__name__} process-group backend cannot carry "
-                "pipeline transfers (it has no send_tree/recv_tree)."
-            )
 
     def send(self, tree: Any, dst: int, tag: tuple) -> None:
         """Start sending ``tree`` to group rank ``dst``; returns at once."""

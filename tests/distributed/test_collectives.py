@@ -1,0 +1,230 @@
+"""Collectives on the thread backend, checked against numpy on the ranks' inputs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx.distributed as dist
+
+
+def run_ranks(fn, nprocs, *args, timeout=30.0):
+    """Spawn ``fn(rank, out, *args)`` and return ``out``; fails instead of hanging."""
+    out = {}
+    ctx = dist.spawn(fn, args=(out, *args), nprocs=nprocs, join=False, daemon=True)
+    assert ctx.join(timeout=timeout, grace_period=5), "ranks did not finish in time"
+    return out
+
+
+def rank_input(rank, shape=(3, 5), dtype=np.float32):
+    """Each rank's deterministic input, reproducible outside the ranks for the reference."""
+    rng = np.random.default_rng(rank)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-50, 50, shape).astype(dtype)
+    return (rng.standard_normal(shape) + 2).astype(dtype)
+
+
+def on_own_device(x):
+    return x.devices() == {jax.local_devices()[dist.get_rank()]}
+
+
+FLOAT_OPS = {
+    dist.ReduceOp.SUM: lambda xs: np.sum(xs, 0),
+    dist.ReduceOp.AVG: lambda xs: np.mean(xs, 0),
+    dist.ReduceOp.PRODUCT: lambda xs: np.prod(xs, 0),
+    dist.ReduceOp.MIN: lambda xs: np.min(xs, 0),
+    dist.ReduceOp.MAX: lambda xs: np.max(xs, 0),
+}
+INT_OPS = {
+    dist.ReduceOp.SUM: lambda xs: np.sum(xs, 0),
+    dist.ReduceOp.BAND: lambda xs: np.bitwise_and.reduce(xs, 0),
+    dist.ReduceOp.BOR: lambda xs: np.bitwise_or.reduce(xs, 0),
+    dist.ReduceOp.BXOR: lambda xs: np.bitwise_xor.reduce(xs, 0),
+    dist.ReduceOp.MAX: lambda xs: np.max(xs, 0),
+}
+
+
+def _all_reduce_every_op(rank, out):
+    dist.init_process_group()
+    x = jnp.asarray(rank_input(rank))
+    i = jnp.asarray(rank_input(rank, dtype=np.int32))
+    results = {}
+    for op in FLOAT_OPS:
+        y = dist.all_reduce(x, op)
+        assert on_own_device(y) and y.dtype == jnp.float32
+        results[("f", op)] = np.asarray(y)
+    for op in INT_OPS:
+        y = dist.all_reduce(i, op)
+        assert on_own_device(y) and y.dtype == jnp.int32
+        results[("i", op)] = np.asarray(y)
+    with pytest.raises(TypeError, match="AVG needs a floating dtype"):
+        dist.all_reduce(i, dist.ReduceOp.AVG)
+    out[rank] = results
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_all_reduce_matches_numpy(nprocs):
+    out = run_ranks(_all_reduce_every_op, nprocs)
+    xs = np.stack([rank_input(r) for r in range(nprocs)])
+    ints = np.stack([rank_input(r, dtype=np.int32) for r in range(nprocs)])
+    for r in range(nprocs):
+        for op, ref in FLOAT_OPS.items():
+            np.testing.assert_allclose(out[r][("f", op)], ref(xs), rtol=1e-6, err_msg=str(op))
+        for op, ref in INT_OPS.items():
+            np.testing.assert_array_equal(out[r][("i", op)], ref(ints), err_msg=str(op))
+        # Every rank reduces in rank order, so all ranks agree bit for bit.
+        np.testing.assert_array_equal(
+            out[r][("f", dist.ReduceOp.SUM)], out[0][("f", dist.ReduceOp.SUM)]
+        )
+
+
+def _broadcast_gather_scatter(rank, out):
+    dist.init_process_group()
+    n = dist.get_world_size()
+    x = jnp.asarray(rank_input(rank, (2, 3)))
+    res = {"bcast": dist.broadcast(x, src=n - 1)}
+    buffers = [jnp.zeros((2, 3)) for _ in range(n)]
+    res["ag_ret"] = dist.all_gather(buffers, x)
+    res["ag_list"] = buffers
+    res["ag_cat"] = dist.all_gather_into_tensor(jnp.zeros((2 * n, 3)), x)
+    res["ag_stack"] = dist.all_gather_into_tensor(jnp.zeros((n, 2, 3)), x)
+    gathered = [jnp.zeros((2, 3)) for _ in range(n)] if rank == 1 % n else None
+    res["gather"] = dist.gather(x, gathered, dst=1 % n)
+    res["gather_list"] = gathered
+    pieces = [jnp.full((2,), 10.0 * j) for j in range(n)] if rank == 0 else None
+    res["scatter"] = dist.scatter(jnp.zeros(2), pieces, src=0)
+    res["reduce"] = dist.reduce(x, dst=0, op=dist.ReduceOp.MAX)
+    for key in ("bcast", "ag_cat", "ag_stack", "scatter"):
+        assert on_own_device(res[key]), key
+    if rank == 0:
+        assert on_own_device(res["reduce"])
+    assert all(on_own_device(a) for a in res["ag_list"])
+    out[rank] = jax.tree.map(np.asarray, res)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_broadcast_all_gather_gather_scatter(nprocs):
+    out = run_ranks(_broadcast_gather_scatter, nprocs)
+    xs = [rank_input(r, (2, 3)) for r in range(nprocs)]
+    for r in range(nprocs):
+        res = out[r]
+        np.testing.assert_array_equal(res["bcast"], xs[-1])
+        assert res["ag_ret"] is not None and len(res["ag_list"]) == nprocs
+        for got, want in zip(res["ag_list"], xs, strict=True):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(res["ag_cat"], np.concatenate(xs))
+        np.testing.assert_array_equal(res["ag_stack"], np.stack(xs))
+        if r == 1 % nprocs:
+            np.testing.assert_array_equal(np.stack(res["gather"]), np.stack(xs))
+            np.testing.assert_array_equal(np.stack(res["gather_list"]), np.stack(xs))
+        else:
+            assert res["gather"] is None
+        np.testing.assert_array_equal(res["scatter"], [10.0 * r] * 2)
+        want_reduce = np.max(np.stack(xs), 0) if r == 0 else xs[r]
+        np.testing.assert_array_equal(res["reduce"], want_reduce)
+
+
+def _reduce_scatter(rank, out):
+    dist.init_process_group()
+    n = dist.get_world_size()
+    # Rank q sends q * 100 + j to rank j.
+    inputs = [jnp.full((2,), float(rank * 100 + j)) for j in range(n)]
+    a = dist.reduce_scatter(jnp.zeros(2), inputs)
+    b = dist.reduce_scatter_tensor(jnp.zeros(2), jnp.concatenate(inputs), dist.ReduceOp.MAX)
+    c = dist.reduce_scatter_tensor(jnp.zeros(2), jnp.stack(inputs))
+    assert on_own_device(a) and on_own_device(b)
+    out[rank] = (np.asarray(a), np.asarray(b), np.asarray(c))
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_reduce_scatter(nprocs):
+    out = run_ranks(_reduce_scatter, nprocs)
+    for j in range(nprocs):
+        want = np.array([[q * 100 + j for _ in range(2)] for q in range(nprocs)], np.float32)
+        np.testing.assert_array_equal(out[j][0], want.sum(0))
+        np.testing.assert_array_equal(out[j][1], want.max(0))
+        np.testing.assert_array_equal(out[j][2], want.sum(0))
+
+
+def _objects(rank, out):
+    dist.init_process_group()
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, {"rank": rank, "items": [rank]})
+    gathered[0]["items"].append("mine")  # a private copy: other ranks must not see this
+    dist.barrier()
+    objs = ["config", {"lr": 0.1}] if rank == 0 else [None, None]
+    dist.broadcast_object_list(objs, src=0)
+    out[rank] = (gathered, objs)
+
+
+def test_object_collectives_give_each_rank_its_own_copy():
+    out = run_ranks(_objects, 3)
+    for r in range(3):
+        gathered, objs = out[r]
+        assert [g["rank"] for g in gathered] == [0, 1, 2]
+        assert gathered[0]["items"] == [0, "mine"] and gathered[1]["items"] == [1]
+        assert objs == ["config", {"lr": 0.1}]
+    assert out[0][0][0] is not out[1][0][0]
+
+
+def _async_then_p2p(rank, out):
+    dist.init_process_group()
+    x = jnp.full((2,), float(rank + 1))
+    if rank == 0:
+        # torch lets an async collective overlap with p2p that the peer needs first.
+        work = dist.all_reduce(x, async_op=True)
+        dist.send(x * 10, dst=1)
+        gathered = []
+        work2 = dist.all_gather([jnp.zeros(2), jnp.zeros(2)], x, async_op=True)
+        out[rank] = (np.asarray(work.wait()), work.is_completed(), work2.wait())
+        gathered.append(work2.result())
+    else:
+        got = dist.recv(jnp.zeros(2), src=0)
+        total = dist.all_reduce(x)
+        parts = dist.all_gather(None, x)
+        out[rank] = (np.asarray(total), np.asarray(got), parts)
+
+
+def test_async_collectives_complete_out_of_order_with_p2p():
+    out = run_ranks(_async_then_p2p, 2)
+    np.testing.assert_array_equal(out[0][0], [3.0, 3.0])
+    assert out[0][1] is True
+    np.testing.assert_array_equal(np.stack(out[0][2]), [[1.0, 1.0], [2.0, 2.0]])
+    np.testing.assert_array_equal(out[1][0], [3.0, 3.0])
+    np.testing.assert_array_equal(out[1][1], [10.0, 10.0])
+
+
+def _mismatch(rank, out):
+    dist.init_process_group()
+    with pytest.raises(dist.DistBackendError, match="collective mismatch") as info:
+        if rank == 0:
+            dist.all_reduce(jnp.ones(3))
+        else:
+            dist.all_reduce(jnp.ones(4))
+    out[rank] = str(info.value)
+
+
+def test_mismatched_collectives_raise_on_every_rank():
+    out = run_ranks(_mismatch, 2)
+    assert "(3,)" in out[0] and "(4,)" in out[0] and out[0] == out[1]
+
+
+def _bad_inputs(rank, out):
+    dist.init_process_group()
+    with pytest.raises(ValueError, match=r"tensor_list must hold one tensor per rank \(2\)"):
+        dist.all_gather([jnp.zeros(2)], jnp.zeros(2))
+    with pytest.raises(ValueError, match=r"tensor_list\[1\] has shape \(3,\)"):
+        dist.all_gather([jnp.zeros(2), jnp.zeros(3)], jnp.zeros(2))
+    with pytest.raises(ValueError, match=r"output_tensor has shape \(5,\)"):
+        dist.all_gather_into_tensor(jnp.zeros(5), jnp.zeros(2))
+    with pytest.raises(TypeError, match=r"must be a jax\.Array or numpy array"):
+        dist.all_reduce([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"cannot be called inside jax\.jit"):
+        jax.jit(lambda v: dist.all_reduce(v))(jnp.ones(2))
+    with pytest.raises(ValueError, match="unknown reduce op"):
+        dist.all_reduce(jnp.ones(2), op="median")
+    out[rank] = True
+
+
+def test_bad_inputs_raise_clear_errors():
+    assert run_ranks(_bad_inputs, 2) == {0: True, 1: True}

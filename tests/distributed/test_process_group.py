@@ -1,0 +1,197 @@
+"""Default group lifecycle, rank queries, new_group and barrier (torch.distributed semantics)."""
+
+import threading
+import time
+from datetime import timedelta
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx.distributed as dist
+from spx import _context
+
+
+def run_ranks(fn, nprocs, *args, timeout=30.0):
+    """Spawn ``fn(rank, out, *args)`` and return ``out``; fails instead of hanging."""
+    out = {}
+    ctx = dist.spawn(fn, args=(out, *args), nprocs=nprocs, join=False, daemon=True)
+    assert ctx.join(timeout=timeout, grace_period=5), "ranks did not finish in time"
+    return out
+
+
+@pytest.fixture
+def fresh_thread_context():
+    """Run the test body with a fresh context and restore the old one afterwards."""
+    previous = _context.set_current(_context.RankContext())
+    yield
+    _context.set_current(previous)
+
+
+def test_queries_without_init_raise_torch_error(fresh_thread_context):
+    msg = "Default process group has not been initialized"
+    assert not dist.is_initialized() and dist.is_available()
+    for fn in (dist.get_rank, dist.get_world_size, dist.barrier, dist.get_backend):
+        with pytest.raises(ValueError, match=msg):
+            fn()
+    with pytest.raises(ValueError, match=msg):
+        dist.all_reduce(jnp.ones(2))
+
+
+def test_single_process_group(fresh_thread_context, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(ValueError, match="RANK expected"):
+        dist.init_process_group()
+    dist.init_process_group("gloo", world_size=1)
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "gloo")
+    with pytest.raises(ValueError, match="twice"):
+        dist.init_process_group("gloo", world_size=1)
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(dist.all_reduce(x, dist.ReduceOp.AVG), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(dist.all_gather(None, x)[0], [0.0, 1.0, 2.0])
+    dist.barrier()
+    dist.destroy_process_group()
+    assert not dist.is_initialized()
+
+
+def test_env_world_of_one_and_many(fresh_thread_context, monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    dist.init_process_group()
+    assert dist.get_world_size() == 1
+    dist.destroy_process_group()
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    with pytest.raises(NotImplementedError, match=r"spawn\(fn, nprocs=4\)"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
+
+
+def test_default_groups_are_per_thread(fresh_thread_context):
+    dist.init_process_group(world_size=1)
+    seen = {}
+    t = threading.Thread(target=lambda: seen.setdefault("other", dist.is_initialized()))
+    t.start()
+    t.join(5)
+    assert seen == {"other": False} and dist.is_initialized()
+    dist.destroy_process_group()
+
+
+def _init_twice_and_mismatch(rank, out):
+    with pytest.raises(ValueError, match=f"rank {rank} of 2; pass world_size=2"):
+        dist.init_process_group(world_size=3)
+    with pytest.raises(ValueError, match=f"pass rank={rank}"):
+        dist.init_process_group(rank=1 - rank)
+    dist.init_process_group("gloo", rank=rank, world_size=2, device_id=rank)
+    with pytest.raises(ValueError, match="trying to initialize the default process group twice!"):
+        dist.init_process_group("gloo")
+    out[rank] = dist.get_rank()
+
+
+def test_init_in_spawned_rank_validates_and_rejects_twice():
+    assert run_ranks(_init_twice_and_mismatch, 2) == {0: 0, 1: 1}
+
+
+def _reinit(rank, out):
+    results = []
+    for round_ in range(3):
+        dist.init_process_group()
+        results.append(float(dist.all_reduce(jnp.float32(rank + round_))))
+        dist.destroy_process_group()
+        assert not dist.is_initialized()
+    out[rank] = results
+
+
+def test_destroy_and_reinit():
+    out = run_ranks(_reinit, 3)
+    assert out == {r: [3.0, 6.0, 9.0] for r in range(3)}
+
+
+def _subgroups(rank, out):
+    dist.init_process_group()
+    odd = dist.new_group([3, 1])
+    everyone = dist.new_group()
+    x = jnp.full((2,), float(rank + 1))
+    info = {"rank": dist.get_rank(odd), "size": dist.get_world_size(odd)}
+    if rank % 2:
+        info["sum"] = np.asarray(dist.all_reduce(x, group=odd))
+        info["ranks"] = dist.get_process_group_ranks(odd)
+        info["bcast"] = np.asarray(dist.broadcast(x, group=odd, group_src=1))
+        info["global_of_1"] = dist.get_global_rank(odd, 1)
+        dist.barrier(group=odd)
+    else:
+        assert odd is dist.GroupMember.NON_GROUP_MEMBER
+        with pytest.warns(UserWarning, match="does not belong to the given group"):
+            info["sum"] = dist.all_reduce(x, group=odd)
+    info["all"] = float(dist.all_reduce(jnp.float32(rank), group=everyone)[()])
+    out[rank] = info
+
+
+def test_new_group_subsets():
+    out = run_ranks(_subgroups, 4)
+    for r in (1, 3):
+        assert out[r]["rank"] == (r - 1) // 2 and out[r]["size"] == 2
+        np.testing.assert_array_equal(out[r]["sum"], [6.0, 6.0])  # ranks 1, 3 hold 2 and 4
+        np.testing.assert_array_equal(out[r]["bcast"], [4.0, 4.0])  # group rank 1 = global 3
+        assert out[r]["ranks"] == [1, 3] and out[r]["global_of_1"] == 3
+    for r in (0, 2):
+        assert out[r]["rank"] == -1 and out[r]["size"] == -1 and out[r]["sum"] is None
+    assert all(out[r]["all"] == 6.0 for r in range(4))
+
+
+def _mismatched_new_group(rank, out):
+    dist.init_process_group()
+    with pytest.raises(dist.DistBackendError, match="collective mismatch"):
+        dist.new_group([0, 1] if rank == 0 else [1, 2])
+    out[rank] = True
+
+
+def test_new_group_needs_the_same_ranks_everywhere():
+    assert run_ranks(_mismatched_new_group, 3) == {0: True, 1: True, 2: True}
+
+
+def _barrier(rank, out, events):
+    dist.init_process_group()
+    if rank == 0:
+        time.sleep(0.3)
+    events.append((rank, "before", time.monotonic()))
+    dist.barrier()
+    events.append((rank, "after", time.monotonic()))
+    out[rank] = True
+
+
+def test_barrier_holds_every_rank_until_the_last_arrives():
+    events = []
+    run_ranks(_barrier, 3, events)
+    last_before = max(t for _, kind, t in events if kind == "before")
+    first_after = min(t for _, kind, t in events if kind == "after")
+    assert first_after >= last_before
+    assert sum(1 for _, kind, _ in events if kind == "after") == 3
+
+
+def _timeout(rank, out):
+    dist.init_process_group(timeout=timedelta(seconds=0.3))
+    if rank == 0:
+        dist.recv(jnp.zeros(1), src=1, tag=7)  # never sent
+    dist.barrier()
+
+
+def test_group_timeout_raises_instead_of_hanging():
+    ctx = dist.spawn(_timeout, args=({},), nprocs=2, join=False, daemon=True)
+    with pytest.raises(dist.ProcessRaisedException, match=r"timed out after 0\.3 s"):
+        ctx.join(timeout=10, grace_period=5)
+
+
+def test_bad_group_arguments(fresh_thread_context):
+    dist.init_process_group(world_size=1)
+    with pytest.raises(ValueError, match=r"distinct global ranks in \[0, 1\)"):
+        dist.new_group([0, 1])
+    with pytest.raises(ValueError, match="is not part of group"):
+        dist.broadcast(jnp.ones(1), src=3)
+    with pytest.raises(ValueError, match="Can't specify both src and group_src"):
+        dist.broadcast(jnp.ones(1), src=0, group_src=0)
+    with pytest.raises(TypeError, match="group must be a ProcessGroup"):
+        dist.get_rank("world")
+    dist.destroy_process_group()
+    assert jax.devices()  # nothing above broke the backend
