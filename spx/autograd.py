@@ -7,8 +7,8 @@ spx has no tape: arrays are plain ``jax.Array``. Two entry points replace ``loss
   Parameter or Optimizer among ``args``, so ``zero_grad / backward / clip_grad_norm_ / step``
   ports line for line::
 
-      # torch                                  # spx
-      loss = loss_fn(model(x), y)              loss = spx.backward(lambda m: loss_fn(m(x), y), model)
+      # torch                            # spx
+      loss = loss_fn(model(x), y)        loss = spx.backward(lambda m: loss_fn(m(x), y), model)
       loss.backward()
 
 * :func:`value_and_grad` / :func:`grad` — functional, over Modules: the gradient comes back
@@ -209,8 +209,7 @@ def value_and_grad(
             return loss, aux
 
         diff = [
-            [_data(x) for x, m in zip(leaves, mask, strict=True) if m]
-            for leaves, _, mask in splits
+            [_data(x) for x, m in zip(leaves, mask, strict=True) if m] for leaves, _, mask in splits
         ]
         (loss, aux), grads = jax.value_and_grad(inner, has_aux=True)(diff)
         trees = []

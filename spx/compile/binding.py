@@ -71,11 +71,10 @@ class Binding:
                                 add_param(p)
             elif isinstance(root, Parameter):
                 add_param(root)
-            elif _is_optimizer(root):
-                if all(o is not root for o in optimizers):
-                    optimizers.append(root)
-                    for p in root._all_params():
-                        add_param(p)
+            elif _is_optimizer(root) and all(o is not root for o in optimizers):
+                optimizers.append(root)
+                for p in root._all_params():
+                    add_param(p)
         self.params = params
         self.modules = modules
         self.optimizers = optimizers
@@ -88,7 +87,7 @@ class Binding:
         self.hparam_slots: list[tuple[dict, str]] = []
         for opt in optimizers:
             for group in opt.param_groups:
-                static, dynamic = opt._static_and_dynamic(group)
+                _static, dynamic = opt._static_and_dynamic(group)
                 self.hparam_slots.extend((group, k) for k in dynamic)
         self.param_classes = [type(p) for p in params]
 
@@ -116,6 +115,64 @@ class Binding:
             else:
                 o.state[p] = s
         _context.current().key = key
+
+    def read_flat(self) -> list[Any]:
+        """The state slots as one flat list: datas, grads, buffers, optimizer states, key."""
+        params = self.params
+        return [
+            *[p._data for p in params],
+            *[p.grad for p in params],
+            *[d[n] for d, n in self.buffer_slots],
+            *[o.state.get(p) for o, p in self.opt_slots],
+            spx_random.get_key(),
+        ]
+
+    def unflatten(self, flat: list[Any]) -> list[Any]:
+        """Regroup :meth:`read_flat`'s list as :meth:`read_state` returns it."""
+        n_p, n_b = len(self.params), len(self.buffer_slots)
+        n_o = len(self.opt_slots)
+        return [
+            flat[:n_p],
+            flat[n_p : 2 * n_p],
+            flat[2 * n_p : 2 * n_p + n_b],
+            flat[2 * n_p + n_b : 2 * n_p + n_b + n_o],
+            flat[-1],
+        ]
+
+    def writer(self, indices: tuple[int, ...]) -> Any:
+        """A function writing ``values[k]`` into flat slot ``indices[k]`` (fast, per kind)."""
+        n_p, n_b = len(self.params), len(self.buffer_slots)
+        n_o = len(self.opt_slots)
+        datas, grads, buffers, opts, key_at = [], [], [], [], None
+        for k, i in enumerate(indices):
+            if i < n_p:
+                datas.append((self.params[i], k))
+            elif i < 2 * n_p:
+                grads.append((self.params[i - n_p], k))
+            elif i < 2 * n_p + n_b:
+                buffers.append((*self.buffer_slots[i - 2 * n_p], k))
+            elif i < 2 * n_p + n_b + n_o:
+                opts.append((*self.opt_slots[i - 2 * n_p - n_b], k))
+            else:
+                key_at = k
+
+        def write(values: list[Any]) -> None:
+            for p, k in datas:
+                p._data = values[k]
+            for p, k in grads:
+                p.grad = values[k]
+            for d, n, k in buffers:
+                d[n] = values[k]
+            for o, p, k in opts:
+                s = values[k]
+                if s is None:
+                    o.state.pop(p, None)
+                else:
+                    o.state[p] = s
+            if key_at is not None:
+                _context.current().key = values[key_at]
+
+        return write
 
     def read_hparams(self) -> list[Any]:
         return [g[k] for g, k in self.hparam_slots]

@@ -64,6 +64,8 @@ class _Plan:
     kinds: tuple[str, ...]
     static_key: Any
     static_leaves: tuple[Any, ...]
+    last_mask: list[bool] | None = None
+    last: tuple[_Program, Callable[[list[Any]], None]] | None = None
 
 
 @dataclass
@@ -71,22 +73,52 @@ class _Program:
     """A compiled program and the slot partition it was traced with."""
 
     jitted: Any
-    mutable: tuple[int, ...]  # indices into the flat state list that the program updates
-    constant: tuple[int, ...]
+    mutable: tuple[int, ...]  # flat state slots the program updates (and returns)
+    live: tuple[int, ...]  # the mutable slots whose old value it reads (donated inputs)
+    constant: tuple[int, ...]  # slots it reads but leaves unchanged
+    cacheable: bool
 
 
-def _flat_state(state: list[Any]) -> list[Any]:
-    datas, grads, buffers, opt_states, key = state
-    return [*datas, *grads, *buffers, *opt_states, key]
+def _slot_leaf_counts(flat_state: list[Any]) -> list[int]:
+    return [len(jax.tree_util.tree_leaves(x)) for x in flat_state]
 
 
-def _unflat_state(flat: list[Any], binding: Binding) -> list[Any]:
-    n_p, n_b, n_o = len(binding.params), len(binding.buffer_slots), len(binding.opt_slots)
-    datas = flat[:n_p]
-    grads = flat[n_p : 2 * n_p]
-    buffers = flat[2 * n_p : 2 * n_p + n_b]
-    opt_states = flat[2 * n_p + n_b : 2 * n_p + n_b + n_o]
-    return [list(datas), list(grads), list(buffers), list(opt_states), flat[-1]]
+def _unused_slots(closed: Any, counts: list[int]) -> set[int]:
+    """Flat state slots none of whose leaves the traced program reads."""
+    jaxpr = closed.jaxpr
+    used = {v for eqn in jaxpr.eqns for v in eqn.invars if not hasattr(v, "val")}
+    used.update(v for v in jaxpr.outvars if not hasattr(v, "val"))
+    unused, pos = set(), 0
+    for i, n in enumerate(counts):
+        if n and all(v not in used for v in jaxpr.invars[pos : pos + n]):
+            unused.add(i)
+        pos += n
+    return unused
+
+
+def _placeholder(spec: Any) -> Any:
+    # Stands in for a state value the step overwrites without reading (e.g. gradients that
+    # zero_grad() discards): same structure and shapes, so Python code sees what it saw while
+    # probing, and XLA drops the unused zeros.
+    return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), spec)
+
+
+def _fast_flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any] | None:
+    """Positional-only calls with array/module leaves skip jax's is_leaf callback walk."""
+    if kwargs:
+        return None
+    for a in args:
+        if not isinstance(a, _LEAF_TYPES) and not is_stateful(a):
+            return None
+    n = len(args)
+    treedef = _TREEDEFS.get(n)
+    if treedef is None:
+        treedef = _TREEDEFS[n] = jax.tree_util.tree_structure(((0,) * n, {}))
+    return list(args), treedef
+
+
+_LEAF_TYPES = (jax.Array, np.ndarray)
+_TREEDEFS: dict[int, Any] = {}
 
 
 class CompiledFunction:
@@ -131,10 +163,7 @@ class CompiledFunction:
             tuple(type(p) for p in binding.params),
             tuple(p.requires_grad for p in binding.params),
             # Which stateful argument is which object (the same model passed twice, ...).
-            tuple(
-                index[id(x)] if isinstance(x, Parameter) else -1
-                for x in stateful
-            ),
+            tuple(index[id(x)] if isinstance(x, Parameter) else -1 for x in stateful),
         )
         return _Plan(
             epoch=_structure.EPOCH,
@@ -161,29 +190,34 @@ class CompiledFunction:
         return plan
 
     # -- tracing -----------------------------------------------------------------------------
-    def _pure(self, plan: _Plan, leaves: list[Any], mutable: tuple[int, ...] | None):
-        """The function jax traces: bind the state, run the step, read the state back."""
+    def _pure(self, plan: _Plan, leaves: list[Any], layout: tuple | None):
+        """The function jax traces: bind the state, run the step, read the state back.
+
+        ``layout`` is None for the probe (every slot is an input, the state changes are
+        recorded), else ``(mutable, live, constant, dead_specs)`` of the final program.
+        """
         binding = plan.binding
         fn = self.fn
         treedef = plan.treedef
         kinds = plan.kinds
         record: dict[str, Any] = {}
 
-        def pure(mut_state, const_state, hparams, dyn):
-            before = binding.read_state()
+        def pure(live_state, const_state, hparams, dyn):
+            before = binding.read_flat()
             before_hparams = binding.read_hparams()
-            flat_in = [None] * (len(mut_state) + len(const_state))
-            if mutable is None:
-                flat_in = list(mut_state)
+            if layout is None:
+                flat_in = list(live_state)
             else:
-                for i, v in zip(mutable, mut_state, strict=True):
+                _mutable, live, constant, dead_specs = layout
+                flat_in = [None] * len(before)
+                for i, v in zip(live, live_state, strict=True):
                     flat_in[i] = v
-                mutable_set = set(mutable)
-                const_idx = [i for i in range(len(flat_in)) if i not in mutable_set]
-                for i, v in zip(const_idx, const_state, strict=True):
+                for i, v in zip(constant, const_state, strict=True):
                     flat_in[i] = v
+                for i, spec in dead_specs.items():
+                    flat_in[i] = _placeholder(spec)
             try:
-                binding.write_state(_unflat_state(flat_in, binding))
+                binding.write_state(binding.unflatten(flat_in))
                 binding.write_hparams(hparams)
                 it = iter(dyn)
                 call_leaves = [
@@ -191,64 +225,78 @@ class CompiledFunction:
                 ]
                 args, kwargs = treedef.unflatten(call_leaves)
                 out = fn(*args, **kwargs)
-                flat_out = _flat_state(binding.read_state())
+                flat_out = binding.read_flat()
             finally:
-                binding.write_state(before)
+                binding.write_state(binding.unflatten(before))
                 binding.write_hparams(before_hparams)
                 binding.restore_classes()
             for x in jax.tree_util.tree_leaves(out, is_leaf=is_stateful):
                 if isinstance(x, Module | Parameter):
                     raise TypeError(_RETURNED_STATE.format(kind=type(x).__name__))
-            if mutable is None:
+            if layout is None:
                 record["changed"] = tuple(
                     i for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True)) if a is not b
                 )
                 return out
-            return out, [flat_out[i] for i in mutable]
+            return out, [flat_out[i] for i in layout[0]]
 
         return pure, record
 
-    def _program_for(self, plan: _Plan, leaves, flat_state, hparams, dyn) -> _Program:
-        key = (plan.static_key, tuple(x is None for x in flat_state))
-        program = self._programs.get(key)
-        if program is not None:
-            return program
-        # Probe trace: find which slots the step changes. Only those are donated and returned;
-        # the rest (frozen parameters, eval-mode buffers, ...) are passed as constants.
+    def _new_program(self, plan: _Plan, leaves, flat_state, hparams, dyn) -> _Program:
+        # Probe trace: which slots the step changes (only those are returned and donated) and
+        # which old values it never reads (those are not passed at all).
         probe, record = self._pure(plan, leaves, None)
-        jax.jit(probe).trace(flat_state, [], hparams, dyn)
+        traced = jax.jit(probe).trace(flat_state, [], hparams, dyn)
         changed = record["changed"]
+        unused = _unused_slots(traced.jaxpr, _slot_leaf_counts(flat_state))
         mutable = tuple(changed)
+        dead = {
+            i: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), flat_state[i])
+            for i in mutable
+            if i in unused and flat_state[i] is not None and _numeric(flat_state[i])
+        }
+        live = tuple(i for i in mutable if i not in dead)
         changed_set = set(changed)
         constant = tuple(i for i in range(len(flat_state)) if i not in changed_set)
-        pure, _ = self._pure(plan, leaves, mutable)
+        pure, _ = self._pure(plan, leaves, (mutable, live, constant, dead))
         jitted = jax.jit(pure, donate_argnums=(0,) if self.donate else ())
         self.trace_count += 1
-        program = _Program(jitted, mutable, constant)
-        # Lazy parameters materialized in this trace change the structure: don't cache a
-        # program keyed on the pre-materialization structure beyond this call.
-        if not plan.binding.has_uninitialized():
-            self._programs[key] = program
-        return program
+        # Lazy parameters materialized in this trace change the structure: a program keyed on
+        # the pre-materialization structure is used for this call only.
+        cacheable = not plan.binding.has_uninitialized()
+        return _Program(jitted, mutable, live, constant, cacheable)
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, treedef = flatten_args((args, kwargs))
+        flat = _fast_flatten(args, kwargs)
+        leaves, treedef = flat if flat is not None else flatten_args((args, kwargs))
         plan = self._plan_for(leaves, treedef)
         binding = plan.binding
-        flat_state = _flat_state(binding.read_state())
+        flat_state = binding.read_flat()
         hparams = binding.read_hparams()
         dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
-        program = self._program_for(plan, leaves, flat_state, hparams, dyn)
-        mut = [flat_state[i] for i in program.mutable]
-        const = [flat_state[i] for i in program.constant]
-        out, new_values = program.jitted(mut, const, hparams, dyn)
-        for i, v in zip(program.mutable, new_values, strict=True):
-            flat_state[i] = v
-        binding.write_state(_unflat_state(flat_state, binding))
-        if binding.has_uninitialized():
-            # The trace materialized lazy parameters; their classes were restored with the
-            # trace's values, the written-back values make them real parameters now.
+        mask = [x is None for x in flat_state]
+        if plan.last is not None and mask == plan.last_mask:
+            program, write = plan.last
+        else:
+            key = (plan.static_key, tuple(mask))
+            program = self._programs.get(key)
+            if program is None:
+                program = self._new_program(plan, leaves, flat_state, hparams, dyn)
+                if program.cacheable:
+                    self._programs[key] = program
+            write = binding.writer(program.mutable)
+            if program.cacheable:
+                plan.last, plan.last_mask = (program, write), mask
+        out, new_values = program.jitted(
+            [flat_state[i] for i in program.live],
+            [flat_state[i] for i in program.constant],
+            hparams,
+            dyn,
+        )
+        write(new_values)
+        if not program.cacheable:
+            # The trace materialized lazy parameters; the written-back values make them real.
             for p in binding.params:
                 if p._data is not None and p.is_uninitialized:
                     p.__class__ = Parameter
@@ -256,7 +304,14 @@ class CompiledFunction:
         return out
 
 
-def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any:  # noqa: A001
+def _numeric(tree: Any) -> bool:
+    return all(
+        np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_
+        for x in jax.tree_util.tree_leaves(tree)
+    )
+
+
+def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any:
     """Compile a torch-style step (forward, backward, optimizer update) into one program.
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,

@@ -34,7 +34,8 @@ def _as_array(value: Any, what: str) -> jax.Array:
     if isinstance(value, jax.Array):
         return value
     if isinstance(value, np.ndarray | np.generic):
-        return jnp.asarray(value)
+        # A copy: jnp.asarray may alias numpy memory on CPU, and numpy arrays are mutable.
+        return jnp.array(value)
     raise TypeError(
         f"{what} must be a jax.Array or numpy.ndarray, got {type(value).__name__}: {value!r:.80}. "
         f"Wrap Python numbers or lists first, e.g. spx.tensor({value!r:.40})."
@@ -122,11 +123,11 @@ class Parameter:
         return self.data.ndim
 
     @property
-    def T(self) -> jax.Array:  # noqa: N802 - torch and numpy spell it this way
+    def T(self) -> jax.Array:
         return self.data.T
 
     @property
-    def mT(self) -> jax.Array:  # noqa: N802
+    def mT(self) -> jax.Array:
         return self.data.mT
 
     @property
@@ -173,10 +174,6 @@ class Parameter:
     def __index__(self) -> int:
         return self.data.__index__()
 
-    def __hash__(self) -> int:
-        # Identity hash: Parameters key optimizer state, as in torch.
-        return id(self)
-
     def __repr__(self) -> str:
         return f"Parameter containing:\n{self.data!r}"
 
@@ -212,8 +209,9 @@ for _name in (
     "__xor__", "__rxor__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
 ):  # fmt: skip
     setattr(Parameter, _name, _binary(_name))
-# __eq__ above returns an elementwise array as torch does; keep identity hashing.
-Parameter.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
+# __eq__ above returns an elementwise array as torch does; keep identity hashing (the C slot:
+# optimizer state lookups hash Parameters on every compiled step).
+Parameter.__hash__ = object.__hash__  # type: ignore[method-assign]
 
 
 class UninitializedParameter(Parameter):

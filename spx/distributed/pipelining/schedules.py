@@ -173,8 +173,9 @@ class _PipelineSchedule:
         """
         return self._run(args, kwargs, target, losses, return_outputs, train=self._has_backward)
 
-    def eval(self, *args: Any, target: Any = None, losses: list | None = None,
-             **kwargs: Any) -> Any:
+    def eval(
+        self, *args: Any, target: Any = None, losses: list | None = None, **kwargs: Any
+    ) -> Any:
         """Forward only (losses still computed when a target is given); no gradients."""
         return self._run(args, kwargs, target, losses, True, train=False)
 
@@ -188,9 +189,10 @@ class _PipelineSchedule:
             )
         else:
             args_mb, kwargs_mb = [()] * n, [{}] * n
-        if holds_last and self._loss_fn is not None:
-            if target is None and (train or losses is not None):
-                raise ValueError(
+        if holds_last and self._loss_fn is not None and target is None and (
+            train or losses is not None
+        ):
+            raise ValueError(
                     f"rank {self.rank} holds the last stage and the schedule has a loss_fn: pass "
                     "target= to step() on this rank"
                 )
@@ -236,8 +238,13 @@ class PipelineScheduleSingle(_PipelineSchedule):
             )
         self._stage = stage
         super().__init__(
-            [stage], n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
-            output_merge_spec, scale_grads,
+            [stage],
+            n_microbatches,
+            loss_fn,
+            args_chunk_spec,
+            kwargs_chunk_spec,
+            output_merge_spec,
+            scale_grads,
         )
 
 
@@ -265,8 +272,13 @@ class PipelineScheduleMulti(_PipelineSchedule):
         # use_full_backward / backward_requires_autograd / defer_pp_recv steer torch's autograd
         # and NCCL plumbing; spx's programs and non-blocking transfers need neither.
         super().__init__(
-            list(stages), n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
-            output_merge_spec, scale_grads,
+            list(stages),
+            n_microbatches,
+            loss_fn,
+            args_chunk_spec,
+            kwargs_chunk_spec,
+            output_merge_spec,
+            scale_grads,
         )
 
 
@@ -321,8 +333,13 @@ class ScheduleDualPipeV(PipelineScheduleMulti):
 _CLASSES: dict[str, type[_PipelineSchedule]] = {
     c._name.lower(): c
     for c in (
-        ScheduleGPipe, Schedule1F1B, _ScheduleForwardOnly, ScheduleInterleaved1F1B,
-        ScheduleLoopedBFS, ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble,
+        ScheduleGPipe,
+        Schedule1F1B,
+        _ScheduleForwardOnly,
+        ScheduleInterleaved1F1B,
+        ScheduleLoopedBFS,
+        ScheduleInterleavedZeroBubble,
+        ScheduleZBVZeroBubble,
         ScheduleDualPipeV,
     )
 }
