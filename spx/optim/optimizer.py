@@ -74,6 +74,9 @@ class Optimizer:
         2
     """
 
+    # torch's order of a parameter's state entries (state_dict() lists them in this order).
+    _state_keys: tuple[str, ...] = ()
+
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state: dict[Parameter, dict[str, Any]] = {}
@@ -221,8 +224,10 @@ class Optimizer:
             def run(params, grads, states, dynamic):
                 return self._update(params, grads, states, {**static_dict, **dynamic})
 
-            # Donate the old values and states: step() replaces them, as torch updates in place.
-            fn = self._compiled[static] = jax.jit(run, donate_argnums=(0, 2))
+            # Donate the old optimizer states (internal; state_dict() hands out copies) but
+            # not the parameter values: arrays a user took from model.state_dict() before
+            # step() must stay readable, as torch's tensors do.
+            fn = self._compiled[static] = jax.jit(run, donate_argnums=(2,))
         return fn
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -249,10 +254,9 @@ class Optimizer:
                 new, new_states = self._update(datas, grads, states, {**dict(static), **dynamic})
             else:
                 new, new_states = self._group_fn(static)(datas, grads, states, dynamic)
-            for p, value, state, old in zip(active, new, new_states, states, strict=True):
+            for p, value, state in zip(active, new, new_states, strict=True):
                 p.data = value
-                # jax returns dicts with sorted keys; keep torch's order (state_dict shows it).
-                self.state[p] = {**{k: state[k] for k in old if k in state}, **state}
+                self.state[p] = state
         return loss
 
     # -- serialization -----------------------------------------------------------------------
@@ -265,9 +269,14 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         # Copies: step() donates the state buffers, which would delete arrays handed out here.
-        # Parameters without state (SGD without momentum) have no entry, as in torch.
+        # Parameters without state (SGD without momentum) have no entry, as in torch. jax
+        # returns dicts sorted by key; _state_keys restores torch's order of the entries.
+        order = {k: i for i, k in enumerate(self._state_keys)}
         state = {
-            index[id(p)]: {k: _copy_array(v) for k, v in s.items()}
+            index[id(p)]: {
+                k: _copy_array(v)
+                for k, v in sorted(s.items(), key=lambda kv: order.get(kv[0], len(order)))
+            }
             for p, s in self.state.items()
             if id(p) in index and s
         }
