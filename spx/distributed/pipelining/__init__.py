@@ -5,7 +5,11 @@ between ranks as JAX transfers. Schedules are data (per-rank action tables in to
 executed by a small runtime.
 """
 
+from spx.distributed.pipelining._marker import SplitPoint as SplitPoint
+from spx.distributed.pipelining._marker import pipe_split as pipe_split
 from spx.distributed.pipelining.microbatch import TensorChunkSpec as TensorChunkSpec
+from spx.distributed.pipelining.pipe import Pipe as Pipe
+from spx.distributed.pipelining.pipe import pipeline as pipeline
 from spx.distributed.pipelining.schedules import PipelineScheduleMulti as PipelineScheduleMulti
 from spx.distributed.pipelining.schedules import (
     PipelineScheduleSingle as PipelineScheduleSingle,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jax.core import eval_jaxpr
-from jax.extend.core import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, new_jaxpr_eqn
+from jax.extend.core import ClosedJaxpr, DebugInfo, DropVar, Jaxpr, Literal, Var, new_jaxpr_eqn
 
 _INLINE = frozenset({"pjit", "jit", "closed_call", "core_call"})
 
@@ -77,8 +77,25 @@ def _inline(jaxpr: Jaxpr, consts: list[Any]) -> tuple[Jaxpr, list[Any]]:
     env: dict = {}
     emit(jaxpr.eqns, env)
     outvars = [o if isinstance(o, Literal) else env.get(o, o) for o in jaxpr.outvars]
-    new = Jaxpr(constvars, list(jaxpr.invars), outvars, eqns, jaxpr.effects)
+    new = Jaxpr(
+        constvars,
+        list(jaxpr.invars),
+        outvars,
+        eqns,
+        jaxpr.effects,
+        _debug_info("inlined", len(constvars) + len(jaxpr.invars), len(outvars)),
+    )
     return new, consts
+
+
+def _debug_info(what: str, n_in: int, n_out: int) -> DebugInfo:
+    # JAX wants every Jaxpr to say where it came from; these are synthesized pieces.
+    return DebugInfo(
+        "spx pipeline",
+        what,
+        tuple(f"in{i}" for i in range(n_in)),
+        tuple(f"out{i}" for i in range(n_out)),
+    )
 
 
 def _needed(eqns: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
@@ -155,8 +172,23 @@ def split_backward(closed: ClosedJaxpr, n_weight_grads: int) -> BackwardSplit:
     bridge = _ordered_unique(w_reads, i_defined)
     top = _ordered_unique(w_reads, set(jaxpr.invars))
     index = {v: i for i, v in enumerate(jaxpr.invars)}
-    input_jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, i_outs + bridge, i_eqns, jaxpr.effects)
-    weight_jaxpr = Jaxpr(jaxpr.constvars, top + bridge, w_outs, w_eqns, jaxpr.effects)
+    n_const = len(jaxpr.constvars)
+    input_jaxpr = Jaxpr(
+        jaxpr.constvars,
+        jaxpr.invars,
+        i_outs + bridge,
+        i_eqns,
+        jaxpr.effects,
+        _debug_info("backward input", n_const + len(jaxpr.invars), len(i_outs) + len(bridge)),
+    )
+    weight_jaxpr = Jaxpr(
+        jaxpr.constvars,
+        top + bridge,
+        w_outs,
+        w_eqns,
+        jaxpr.effects,
+        _debug_info("backward weight", n_const + len(top) + len(bridge), len(w_outs)),
+    )
     return BackwardSplit(
         input_jaxpr=input_jaxpr,
         weight_jaxpr=weight_jaxpr,
