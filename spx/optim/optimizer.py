@@ -242,7 +242,13 @@ class Optimizer:
             for p in active:
                 state = self.state.get(p)
                 if state is None:
-                    state = self.state[p] = self._init_state(p.data, group)
+                    state = self._init_state(p.data, group)
+                    if getattr(p.data, "committed", False):
+                        # Commit the new state to the parameter's device, as the parameter is:
+                        # uncommitted zeros would make the jitted update compile again on the
+                        # next step (the outputs come back committed).
+                        state = jax.device_put(state, p.data.sharding)
+                    self.state[p] = state
                 states.append(state)
             static, dynamic = self._static_and_dynamic(group)
             datas = [p.data for p in active]

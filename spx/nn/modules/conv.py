@@ -1,0 +1,367 @@
+"""Convolution layers: ``Conv1d``, ``Conv2d`` and their lazy forms ``LazyConv1d``, ``LazyConv2d``.
+
+Weights are ``(out_channels, in_channels // groups, *kernel_size)`` and inputs channels-first,
+exactly as in torch, so a torch ``state_dict`` loads with no transpose. Non-zero padding modes
+(``reflect``, ``replicate``, ``circular``) pad explicitly with ``F.pad`` and then convolve with no
+padding, the same two steps torch takes, so the numbers match at the borders.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx.nn import functional as F
+from spx.nn import init
+from spx.nn.module import Module
+from spx.nn.modules.linear import _empty
+from spx.nn.parameter import Parameter, UninitializedParameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _tuple(value: Any, n: int, cls: str, name: str, minimum: int) -> tuple[int, ...]:
+    """torch's ``_single``/``_pair`` with validation: an int or an ``n``-sequence of ints."""
+    items = (value,) * n if isinstance(value, int) else value
+    if (
+        not isinstance(items, Sequence)
+        or isinstance(items, str)
+        or len(items) != n
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in items)
+    ):
+        raise ValueError(
+            f"{cls}: {name} must be an int >= {minimum} or a tuple of {n} such ints, got {value!r}"
+        )
+    return tuple(items)
+
+
+class _ConvNd(Module):
+    """Shared constructor, init, validation and repr of ``Conv1d``/``Conv2d``."""
+
+    _nd = 0
+
+    def __init__(
+        self,
+        in_channels: int | None,
+        out_channels: int,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: str | int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        cls, nd = type(self).__name__, self._nd
+        for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+            if value is None and name == "in_channels":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"{cls}: {name} must be a positive int, got {value!r}"
+                    + (" (use None or a Lazy conv to infer it)" if name == "in_channels" else "")
+                )
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+            raise ValueError(f"{cls}: groups must be a positive int, got {groups!r}")
+        if in_channels is not None and in_channels % groups:
+            raise ValueError(
+                f"{cls}: in_channels ({in_channels}) must be divisible by groups ({groups}); "
+                "change one of them"
+            )
+        if out_channels % groups:
+            raise ValueError(
+                f"{cls}: out_channels ({out_channels}) must be divisible by groups ({groups}); "
+                "change one of them"
+            )
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _tuple(kernel_size, nd, cls, "kernel_size", 1)
+        self.stride = _tuple(stride, nd, cls, "stride", 1)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"{cls}: invalid padding string {padding!r}, expected 'same' or 'valid' "
+                    "(or an int / tuple of ints)"
+                )
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError(
+                    f"{cls}: padding='same' is not supported for strided convolutions "
+                    f"(stride={self.stride}); use stride=1 or explicit padding"
+                )
+            self.padding: str | tuple[int, ...] = padding
+        else:
+            self.padding = _tuple(padding, nd, cls, "padding", 0)
+        self.dilation = _tuple(dilation, nd, cls, "dilation", 1)
+        self.transposed = False
+        self.output_padding = (0,) * nd
+        self.groups = groups
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"{cls}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}"
+            )
+        self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice = self._pad_widths()
+        self._device = device
+        self._dtype = dtype
+        if in_channels is None:
+            self.weight = UninitializedParameter()
+            if bias:
+                self.bias = UninitializedParameter()
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.weight = Parameter(_empty(self._weight_shape(in_channels), dtype, device))
+            if bias:
+                self.bias = Parameter(_empty((out_channels,), dtype, device))
+            else:
+                self.register_parameter("bias", None)
+            self.reset_parameters()
+
+    def _pad_widths(self) -> tuple[int, ...]:
+        # F.pad takes (left, right) pairs starting from the *last* dim, as torch stores them.
+        if self.padding == "valid":
+            return (0, 0) * self._nd
+        out: list[int] = []
+        for i in reversed(range(self._nd)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                out += [total // 2, total - total // 2]  # torch puts the odd element last
+            else:
+                out += [self.padding[i], self.padding[i]]
+        return tuple(out)
+
+    def _weight_shape(self, in_channels: int) -> tuple[int, ...]:
+        return (self.out_channels, in_channels // self.groups, *self.kernel_size)
+
+    def reset_parameters(self) -> None:
+        """torch's default init: kaiming_uniform_(a=sqrt(5)) weight, U(±1/sqrt(fan_in)) bias."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _materialize(self, in_channels: int) -> None:
+        cls = type(self).__name__
+        if in_channels % self.groups:
+            raise ValueError(
+                f"{cls}: the input has {in_channels} channels, which is not divisible by "
+                f"groups={self.groups}"
+            )
+        self.in_channels = in_channels
+        self.weight.materialize(_empty(self._weight_shape(in_channels), self._dtype, self._device))
+        if self.bias is not None:
+            self.bias.materialize(_empty((self.out_channels,), self._dtype, self._device))
+        self.reset_parameters()
+
+    def _check_input(self, input: jax.Array) -> None:
+        cls, nd = type(self).__name__, self._nd
+        if input.ndim not in (nd + 1, nd + 2):
+            spatial = ", ".join(["H", "W"][-nd:] if nd == 2 else ["L"])
+            raise RuntimeError(
+                f"{cls}: expected a {nd + 2}-D input (N, C, {spatial}) or an unbatched "
+                f"{nd + 1}-D input (C, {spatial}), got shape {tuple(input.shape)}"
+            )
+        channels = input.shape[-nd - 1]
+        if self.weight.is_uninitialized:
+            self._materialize(channels)
+        elif channels != self.in_channels:
+            raise RuntimeError(
+                f"{cls}: input has {channels} channels (dim {input.ndim - nd - 1} of shape "
+                f"{tuple(input.shape)}), but this layer expects in_channels={self.in_channels}. "
+                f"Fix the input or build {cls}({channels}, {self.out_channels}, ...)."
+            )
+
+    def _conv_forward(
+        self, input: jax.Array, weight: jax.Array, bias: jax.Array | None
+    ) -> jax.Array:
+        conv = F.conv1d if self._nd == 1 else F.conv2d
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: jax.Array) -> jax.Array:
+        input = jnp.asarray(input)
+        self._check_input(input)
+        return self._conv_forward(input, self.weight.data, _data(self.bias))
+
+    def extra_repr(self) -> str:
+        nd = self._nd
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        s += f", stride={self.stride}"
+        if self.padding != (0,) * nd:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+def _data(p: Parameter | None) -> jax.Array | None:
+    return None if p is None else p.data
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over ``(N, C, L)`` input (mirrors ``torch.nn.Conv1d``).
+
+    ``weight`` is ``(out_channels, in_channels // groups, kernel_size)`` and ``bias``
+    ``(out_channels,)``, initialized as torch does: ``kaiming_uniform_(a=sqrt(5))`` and
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = in_channels // groups * kernel_size``.
+    ``in_channels=None`` defers creation to the first call (see :class:`LazyConv1d`).
+
+    Args:
+        in_channels: input channels, or None to infer them from the first input.
+        out_channels: output channels.
+        kernel_size: int or 1-tuple.
+        stride: int or 1-tuple.
+        padding: int, 1-tuple, ``'valid'`` or ``'same'`` (stride 1 only).
+        dilation: int or 1-tuple.
+        groups: blocked connections from input to output channels; both channel counts must
+            be divisible by it.
+        bias: whether to learn an additive bias.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        device: optional device spec for the parameters.
+        dtype: parameter dtype (default float32).
+
+    Shapes:
+        input ``(N, C_in, L_in)`` or ``(C_in, L_in)`` -> ``(N, C_out, L_out)`` with
+        ``L_out = (L_in + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Conv1d(4, 8, 3, padding=1)(jnp.ones((2, 4, 10))).shape
+        (2, 8, 10)
+    """
+
+    _nd = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over ``(N, C, H, W)`` input (mirrors ``torch.nn.Conv2d``).
+
+    ``weight`` is ``(out_channels, in_channels // groups, kH, kW)`` and ``bias``
+    ``(out_channels,)``, initialized as torch does: ``kaiming_uniform_(a=sqrt(5))`` and
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = in_channels // groups * kH * kW``.
+    ``in_channels=None`` defers creation to the first call (see :class:`LazyConv2d`).
+
+    Args:
+        in_channels: input channels, or None to infer them from the first input.
+        out_channels: output channels.
+        kernel_size: int or ``(kH, kW)``.
+        stride: int or ``(sH, sW)``.
+        padding: int, ``(pH, pW)``, ``'valid'`` or ``'same'`` (stride 1 only).
+        dilation: int or ``(dH, dW)``.
+        groups: blocked connections (``groups == in_channels`` is a depthwise conv).
+        bias: whether to learn an additive bias.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        device: optional device spec for the parameters.
+        dtype: parameter dtype (default float32).
+
+    Shapes:
+        input ``(N, C_in, H, W)`` or ``(C_in, H, W)`` -> ``(N, C_out, H_out, W_out)`` with
+        ``H_out = (H + 2 * pH - dH * (kH - 1) - 1) // sH + 1`` (likewise ``W_out``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Conv2d(3, 6, 3, stride=2, padding=1)(jnp.ones((2, 3, 8, 8))).shape
+        (2, 6, 4, 4)
+    """
+
+    _nd = 2
+
+
+class LazyConv1d(Conv1d):
+    """A :class:`Conv1d` whose ``in_channels`` is inferred on the first call.
+
+    Mirrors ``torch.nn.LazyConv1d`` (same arguments as :class:`Conv1d` minus ``in_channels``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx.nn.modules.conv import LazyConv1d
+        >>> layer = LazyConv1d(8, 3)
+        >>> layer(jnp.ones((2, 4, 10))).shape, layer.weight.shape
+        ((2, 8, 8), (8, 4, 3))
+    """
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: str | int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            None,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+
+class LazyConv2d(Conv2d):
+    """A :class:`Conv2d` whose ``in_channels`` is inferred on the first call.
+
+    Mirrors ``torch.nn.LazyConv2d`` (same arguments as :class:`Conv2d` minus ``in_channels``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx.nn.modules.conv import LazyConv2d
+        >>> layer = LazyConv2d(6, 3)
+        >>> layer(jnp.ones((2, 3, 8, 8))).shape, layer.weight.shape
+        ((2, 6, 6, 6), (6, 3, 3, 3))
+    """
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: str | int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            None,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )

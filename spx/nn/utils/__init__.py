@@ -1,0 +1,11 @@
+"""spx.nn.utils: gradient clipping and parameter/vector conversion (mirrors torch.nn.utils)."""
+
+from spx.nn.utils import clip_grad as clip_grad
+from spx.nn.utils import convert_parameters as convert_parameters
+from spx.nn.utils.clip_grad import clip_grad_norm as clip_grad_norm
+from spx.nn.utils.clip_grad import clip_grad_norm_ as clip_grad_norm_
+from spx.nn.utils.clip_grad import clip_grad_value_ as clip_grad_value_
+from spx.nn.utils.clip_grad import clip_grads_with_norm_ as clip_grads_with_norm_
+from spx.nn.utils.clip_grad import get_total_norm as get_total_norm
+from spx.nn.utils.convert_parameters import parameters_to_vector as parameters_to_vector
+from spx.nn.utils.convert_parameters import vector_to_parameters as vector_to_parameters

@@ -1,0 +1,190 @@
+"""Conv1d / Conv2d against torch.nn: outputs, gradients, state_dict, init, repr, validation."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from spx import nn
+from spx.nn.modules.conv import LazyConv2d  # not in spx.nn's name map yet
+
+torch = pytest.importorskip("torch")
+
+# Convolutions sum kernel-size x channel products; XLA and oneDNN order those sums differently,
+# so a few ulps of the output magnitude (~1e-6 absolute at these sizes) separate the two.
+RTOL, ATOL = 1e-5, 2e-6
+
+
+def _copy(t_layer, s_layer):
+    missing, unexpected = s_layer.load_state_dict(
+        {k: v.detach().numpy() for k, v in t_layer.state_dict().items()}
+    )
+    assert not missing and not unexpected
+
+
+def _check_parity(t_layer, s_layer, x_np):
+    """Outputs and grads w.r.t. input and every parameter match torch."""
+    _copy(t_layer, s_layer)
+    assert list(s_layer.state_dict()) == list(t_layer.state_dict())
+    for k, v in t_layer.state_dict().items():
+        assert s_layer.state_dict()[k].shape == tuple(v.shape)
+    xt = torch.tensor(x_np, requires_grad=True)
+    yt = t_layer(xt)
+    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
+    (yt * torch.from_numpy(cot)).sum().backward()
+
+    # One jitted program per case: eager op-by-op dispatch would compile every forward and
+    # backward primitive separately, several times the cost (eager use: test_jit_and_grad...).
+    run = jax.jit(
+        lambda m, x: (m(x), jax.grad(lambda m, x: (m(x) * cot).sum(), argnums=(0, 1))(m, x))
+    )
+    y, (g_layer, g_x) = run(s_layer, jnp.asarray(x_np))
+    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
+    grads = dict(g_layer.named_parameters())
+    for name, p in t_layer.named_parameters():
+        np.testing.assert_allclose(
+            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
+        )
+
+
+# Cases share in_channels=4 and few weight shapes: every new shape costs an XLA compile of the
+# initializers, so reusing them keeps the file fast without losing coverage.
+CONV1D = [
+    dict(in_channels=4, out_channels=8, kernel_size=3),
+    dict(in_channels=4, out_channels=8, kernel_size=3, stride=2, padding=1, bias=False),
+    dict(in_channels=4, out_channels=8, kernel_size=3, padding="same", dilation=2, groups=2),
+    dict(in_channels=4, out_channels=4, kernel_size=4, padding="same"),  # odd total padding
+    dict(in_channels=4, out_channels=8, kernel_size=3, padding="valid", groups=4),
+    dict(in_channels=4, out_channels=8, kernel_size=3, padding=2, padding_mode="reflect"),
+    dict(in_channels=4, out_channels=4, kernel_size=4, padding="same", padding_mode="reflect"),
+]  # replicate/circular go through the same F.pad call; CONV2D covers them
+
+CONV2D = [
+    dict(in_channels=4, out_channels=8, kernel_size=3),
+    dict(in_channels=4, out_channels=8, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0)),
+    dict(in_channels=4, out_channels=8, kernel_size=3, dilation=(2, 1), groups=4, bias=False),
+    dict(in_channels=4, out_channels=4, kernel_size=(2, 3), padding="same"),
+    dict(in_channels=4, out_channels=8, kernel_size=3, padding=(1, 2), padding_mode="reflect"),
+    dict(in_channels=4, out_channels=8, kernel_size=3, padding=1, padding_mode="replicate"),
+    dict(
+        in_channels=4, out_channels=8, kernel_size=3, stride=2, padding=1, padding_mode="circular"
+    ),
+    dict(
+        in_channels=4, out_channels=4, kernel_size=(2, 3), padding="same", padding_mode="circular"
+    ),
+]
+
+
+# torch warns that it copies the input for even kernels with padding="same"; not our concern.
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("kwargs", CONV1D, ids=str)
+def test_conv1d_matches_torch(kwargs):
+    x = np.random.default_rng(0).standard_normal((2, 4, 11)).astype(np.float32)
+    _check_parity(torch.nn.Conv1d(**kwargs), nn.Conv1d(**kwargs), x)
+
+
+@pytest.mark.parametrize("kwargs", CONV2D, ids=str)
+def test_conv2d_matches_torch(kwargs):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    _check_parity(torch.nn.Conv2d(**kwargs), nn.Conv2d(**kwargs), x)
+
+
+def test_unbatched_input():
+    x = np.random.default_rng(2).standard_normal((4, 9, 8)).astype(np.float32)
+    _check_parity(torch.nn.Conv2d(4, 8, 3, padding=1), nn.Conv2d(4, 8, 3, padding=1), x)
+    x1 = np.random.default_rng(3).standard_normal((4, 11)).astype(np.float32)
+    _check_parity(
+        torch.nn.Conv1d(4, 8, 3, padding=1, padding_mode="reflect"),
+        nn.Conv1d(4, 8, 3, padding=1, padding_mode="reflect"),
+        x1,
+    )
+
+
+def test_default_init_is_torchs():
+    # kaiming_uniform_(a=sqrt(5)) is U(±1/sqrt(fan_in)), the same bound as the bias.
+    layer = nn.Conv2d(4, 8, 3)
+    bound = 1 / math.sqrt(4 * 9)
+    w, b = np.asarray(layer.weight.data), np.asarray(layer.bias.data)
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    np.testing.assert_allclose(w.std(), bound / math.sqrt(3), rtol=0.15)  # ~6 sigma for 288
+    assert np.abs(w).max() > 0.95 * bound
+    # With groups, fan_in counts only the channels of one group: (4 // 2) * 3.
+    grouped = nn.Conv1d(4, 8, 3, padding="same", dilation=2, groups=2)
+    bound = 1 / math.sqrt(2 * 3)
+    w, b = np.asarray(grouped.weight.data), np.asarray(grouped.bias.data)
+    assert w.shape == (8, 2, 3) and np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    assert np.abs(w).max() > 1 / math.sqrt(4 * 3)  # wider than the bound ignoring groups
+
+
+def test_dtype_and_no_bias():
+    layer = nn.Conv1d(4, 8, 3, bias=False, dtype=jnp.bfloat16)
+    assert layer.bias is None and layer.weight.dtype == jnp.bfloat16
+    assert list(layer.state_dict()) == ["weight"]
+    assert layer(jnp.ones((2, 4, 11), jnp.bfloat16)).dtype == jnp.bfloat16
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(in_channels=4, out_channels=8, kernel_size=3),
+        dict(in_channels=4, out_channels=8, kernel_size=(3, 3), stride=2, padding=(1, 0)),
+        dict(in_channels=4, out_channels=8, kernel_size=3, padding="same", dilation=2, groups=2),
+        dict(in_channels=4, out_channels=8, kernel_size=3, bias=False, padding_mode="circular"),
+        dict(in_channels=4, out_channels=8, kernel_size=3, padding="valid"),
+    ],
+    ids=str,
+)
+def test_repr_matches_torch(kwargs):
+    assert repr(nn.Conv2d(**kwargs)) == repr(torch.nn.Conv2d(**kwargs))
+    k1 = {k: (v[0] if isinstance(v, tuple) else v) for k, v in kwargs.items()}
+    assert repr(nn.Conv1d(**k1)) == repr(torch.nn.Conv1d(**k1))
+
+
+def test_lazy_conv_materializes_same_parameter():
+    layer = LazyConv2d(8, 3, 1, 1)  # stride=1, padding=1 positionally, as in torch
+    weight = layer.weight
+    y = layer(jnp.ones((2, 4, 9, 8)))
+    assert y.shape == (2, 8, 9, 8) and layer.in_channels == 4
+    assert layer.weight is weight and weight.shape == (8, 4, 3, 3)
+    assert nn.Conv1d(None, 8, 3)(jnp.ones((2, 4, 11))).shape == (2, 8, 9)
+
+
+def test_jit_and_grad_through_module():
+    layer = nn.Conv2d(4, 8, 3, padding=1, padding_mode="reflect")
+    x = jnp.ones((2, 4, 9, 8))
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(lambda m, x: m(x))(layer, x)), np.asarray(layer(x)), rtol=1e-6
+    )
+
+
+def test_constructor_validation():
+    with pytest.raises(ValueError, match=r"in_channels \(5\) must be divisible by groups \(2\)"):
+        nn.Conv2d(5, 4, 3, groups=2)
+    with pytest.raises(ValueError, match=r"out_channels \(5\) must be divisible by groups \(2\)"):
+        nn.Conv2d(4, 5, 3, groups=2)
+    with pytest.raises(ValueError, match="groups must be a positive int"):
+        nn.Conv2d(4, 4, 3, groups=0)
+    with pytest.raises(ValueError, match="padding string 'full'"):
+        nn.Conv1d(4, 4, 3, padding="full")
+    with pytest.raises(ValueError, match="strided"):
+        nn.Conv2d(4, 4, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(4, 4, 3, padding_mode="zero")
+    with pytest.raises(ValueError, match="kernel_size"):
+        nn.Conv2d(4, 4, (3, 3, 3))
+    with pytest.raises(ValueError, match="out_channels must be a positive int"):
+        nn.Conv1d(4, 0, 3)
+    with pytest.raises(ValueError, match="padding"):
+        nn.Conv1d(4, 4, 3, padding=-1)
+
+
+def test_input_validation():
+    layer = nn.Conv2d(4, 8, 3)
+    with pytest.raises(RuntimeError, match=r"input has 5 channels.*in_channels=4"):
+        layer(jnp.ones((2, 5, 8, 8)))
+    with pytest.raises(RuntimeError, match="4-D input"):
+        layer(jnp.ones((8, 8)))
