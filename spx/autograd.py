@@ -174,26 +174,44 @@ def value_and_grad(
                     f"value_and_grad: argnums={argnums!r} names argument {n}, but the function "
                     f"was called with {len(args)} positional argument(s)"
                 )
+        # Each differentiated Parameter object is one input, however often it appears (tied
+        # weights): every appearance is rebuilt from the same copy, and every appearance of it
+        # in the result holds the one, summed, gradient.
         splits = []
         for n in nums:
             leaves, treedef = jax.tree_util.tree_flatten(
                 args[n], is_leaf=lambda x: isinstance(x, Parameter)
             )
-            mask = [
-                (isinstance(x, Parameter) and _trainable(x))
-                or (not isinstance(x, Parameter) and _is_float_array(x) and not _in_module(args[n]))
-                for x in leaves
-            ]
-            splits.append((leaves, treedef, mask))
+            slots: list[int | None] = []
+            unique: list[Any] = []
+            seen: dict[int, int] = {}
+            for x in leaves:
+                if isinstance(x, Parameter):
+                    if not _trainable(x):
+                        slots.append(None)
+                    elif id(x) in seen:
+                        slots.append(seen[id(x)])
+                    else:
+                        seen[id(x)] = len(unique)
+                        slots.append(len(unique))
+                        unique.append(x)
+                elif _is_float_array(x) and not _in_module(args[n]):
+                    slots.append(len(unique))
+                    unique.append(x)
+                else:
+                    slots.append(None)
+            splits.append((leaves, treedef, slots, unique))
+
+        def rebuild(leaves, treedef, slots, unique, values):
+            fresh = [_with_data(u, v) for u, v in zip(unique, values, strict=True)]
+            return treedef.unflatten(
+                [x if k is None else fresh[k] for x, k in zip(leaves, slots, strict=True)]
+            )
 
         def inner(diff: list[list[jax.Array]]) -> Any:
             new_args = list(args)
-            for n, (leaves, treedef, mask), values in zip(nums, splits, diff, strict=True):
-                it = iter(values)
-                rebuilt = [
-                    _with_data(x, next(it)) if m else x for x, m in zip(leaves, mask, strict=True)
-                ]
-                new_args[n] = treedef.unflatten(rebuilt)
+            for n, (leaves, treedef, slots, unique), values in zip(nums, splits, diff, strict=True):
+                new_args[n] = rebuild(leaves, treedef, slots, unique, values)
             out = fn(*new_args, **kwargs)
             if has_aux:
                 if not isinstance(out, tuple) or len(out) != 2:
@@ -208,21 +226,12 @@ def value_and_grad(
                 )
             return loss, aux
 
-        diff = [
-            [_data(x) for x, m in zip(leaves, mask, strict=True) if m] for leaves, _, mask in splits
-        ]
+        diff = [[_data(u) for u in unique] for _, _, _, unique in splits]
         (loss, aux), grads = jax.value_and_grad(inner, has_aux=True)(diff)
         trees = []
-        for (leaves, treedef, mask), g in zip(splits, grads, strict=True):
-            it = iter(g)
-            trees.append(
-                treedef.unflatten(
-                    [
-                        _with_data(x, next(it)) if m else None
-                        for x, m in zip(leaves, mask, strict=True)
-                    ]
-                )
-            )
+        for (_, treedef, slots, unique), g in zip(splits, grads, strict=True):
+            fresh = [_with_data(u, v) for u, v in zip(unique, g, strict=True)]
+            trees.append(treedef.unflatten([None if k is None else fresh[k] for k in slots]))
         out_grads = trees[0] if isinstance(argnums, int) else tuple(trees)
         return ((loss, aux), out_grads) if has_aux else (loss, out_grads)
 

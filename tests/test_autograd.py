@@ -125,3 +125,28 @@ def test_value_and_grad_argnums_tuple_and_has_aux():
 def test_no_grad_is_a_noop_context():
     with spx.no_grad():
         assert spx.zeros(2).shape == (2,)
+
+
+def test_value_and_grad_sums_the_gradient_of_tied_parameters():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(3, 3)
+            self.b = nn.Linear(3, 3)
+            self.b.weight = self.a.weight  # tied, as torch allows
+
+        def forward(self, x):
+            return self.b(jnp.tanh(self.a(x))).sum()
+
+    model = Tied()
+    t = torch.nn.Module()
+    t.a, t.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    t.b.weight = t.a.weight
+    model.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    x = np.ones((2, 3), np.float32)
+    t.b(torch.tanh(t.a(torch.from_numpy(x)))).sum().backward()
+    _, g = spx.value_and_grad(lambda m: m(jnp.asarray(x)))(model)
+    np.testing.assert_allclose(np.asarray(g.a.weight.data), t.a.weight.grad.numpy(), rtol=1e-5)
+    assert g.a.weight is g.b.weight
+    spx.backward(lambda m: m(jnp.asarray(x)), model)
+    np.testing.assert_allclose(np.asarray(model.a.weight.grad), t.a.weight.grad.numpy(), rtol=1e-5)

@@ -172,7 +172,8 @@ class Module:
                 )
             if (value is None) != (buffers[name] is None):
                 _structure.bump()
-            buffers[name] = jnp.asarray(value) if isinstance(value, np.ndarray) else value
+            # jnp.array copies: numpy memory is mutable and must not alias an immutable buffer.
+            buffers[name] = jnp.array(value) if isinstance(value, np.ndarray) else value
         else:
             # Plain attributes may steer forward (flags, sizes): they are static structure.
             object.__setattr__(self, name, value)
@@ -617,7 +618,12 @@ def _unexpected_keys(module: Module, keys: list[str], prefix: str) -> list[str]:
 
 
 def _converted(value: Any, dtype: Any, like: Any) -> jax.Array:
-    array = jnp.asarray(value, dtype=dtype)
+    if isinstance(value, np.ndarray | np.generic):
+        # Copy: jnp.asarray(numpy, dtype=...) may alias the numpy buffer (zero-copy on CPU), and
+        # a checkpoint's numpy array (e.g. torch's ``t.numpy()``) can be mutated afterwards.
+        array = jnp.array(value, dtype=dtype)
+    else:
+        array = jnp.asarray(value, dtype=dtype)
     old = like.data if isinstance(like, Parameter) else like
     devices = getattr(old, "devices", None)
     if devices is not None:

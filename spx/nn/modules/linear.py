@@ -82,8 +82,9 @@ class Linear(Module):
         self._dtype = dtype
         if in_features is None:
             self.weight = UninitializedParameter()
-            self.bias = UninitializedParameter() if bias else None
-            if not bias:
+            if bias:
+                self.bias = UninitializedParameter()
+            else:
                 self.register_parameter("bias", None)
         else:
             self.weight = Parameter(_empty((out_features, in_features), dtype, device))
@@ -114,7 +115,10 @@ class Linear(Module):
             raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
         if self.weight.is_uninitialized:
             self._materialize(input.shape[-1])
-        elif input.shape[-1] != self.in_features:
+        elif self.in_features is None:
+            # Materialized by load_state_dict rather than by a first call.
+            self.in_features = self.weight.shape[1]
+        if input.shape[-1] != self.in_features:
             raise ValueError(
                 f"Linear: input has {input.shape[-1]} features in its last dimension "
                 f"(shape {tuple(input.shape)}), but this layer expects in_features="

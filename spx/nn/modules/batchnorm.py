@@ -1,0 +1,235 @@
+"""Batch normalization: ``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (mirroring torch.nn).
+
+Parameters ``weight``/``bias`` and buffers ``running_mean``/``running_var``/
+``num_batches_tracked`` have torch's names, order and shapes, so ``state_dict`` keys match.
+
+**How the running statistics change.** jax arrays are immutable, so a training-mode forward
+*assigns new arrays* to the buffers (``self.running_mean = new``) instead of updating them in
+place. That assignment is the state change: eager code sees it on the module right away, and
+``spx.compile``/``spx.value_and_grad`` re-read the buffers after the forward and write the traced
+results back. (Under a bare ``jax.grad``/``jax.jit`` of a module, the update lands on the traced
+copy only, as with any pure function.)
+
+``num_batches_tracked`` is an int32 scalar: JAX runs with 64-bit types off, so torch's int64
+is stored as int32 (a torch checkpoint's int64 value loads fine, cast on load).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx.nn import functional as F
+from spx.nn import init
+from spx.nn.module import Module
+from spx.nn.parameter import Parameter
+
+Array = jax.Array
+
+
+def _array(shape: tuple[int, ...], fill: float, dtype: Any, device: Any) -> jax.Array:
+    x = jnp.full(shape, fill, dtype=dtype)
+    if device is not None:
+        from spx.device import device as resolve_device
+
+        x = jax.device_put(x, resolve_device(device))
+    return x
+
+
+class _BatchNorm(Module):
+    """Shared implementation; subclasses set the accepted input ranks."""
+
+    _ranks: tuple[int, ...] = ()
+    _layout = ""
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 1:
+            raise ValueError(f"{name}: num_features must be a positive int, got {num_features!r}")
+        if momentum is not None and not 0.0 <= momentum <= 1.0:
+            raise ValueError(
+                f"{name}: momentum must be in [0, 1] or None (cumulative average), got {momentum!r}"
+            )
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dtype = dtype or jnp.float32
+        if affine:
+            self.weight = Parameter(_array((num_features,), 1.0, dtype, device))
+            if bias:
+                self.bias = Parameter(_array((num_features,), 0.0, dtype, device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _array((num_features,), 0.0, dtype, device))
+            self.register_buffer("running_var", _array((num_features,), 1.0, dtype, device))
+            # int32, not torch's int64: JAX's 64-bit mode is off (see the module docstring).
+            self.register_buffer("num_batches_tracked", _array((), 0, jnp.int32, device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, ``num_batches_tracked`` 0."""
+        if self.track_running_stats:
+            self.running_mean = jnp.zeros_like(self.running_mean)
+            self.running_var = jnp.ones_like(self.running_var)
+            self.num_batches_tracked = jnp.zeros_like(self.num_batches_tracked)
+
+    def reset_parameters(self) -> None:
+        """Reset the running statistics and set ``weight`` to ones, ``bias`` to zeros."""
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input(self, x: Array) -> None:
+        name = type(self).__name__
+        if x.ndim not in self._ranks:
+            ranks = " or ".join(f"{r}D" for r in self._ranks)
+            raise ValueError(f"{name}: expected {ranks} input {self._layout}, got {x.ndim}D input")
+        if x.shape[1] != self.num_features:
+            raise ValueError(
+                f"{name}: input has {x.shape[1]} channels at dim 1 (shape {tuple(x.shape)}), "
+                f"but this layer has num_features={self.num_features}"
+            )
+
+    def forward(self, input: Array) -> Array:
+        x = jnp.asarray(input)
+        self._check_input(x)
+        momentum: Any = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked = self.num_batches_tracked + 1
+            if self.momentum is None:  # cumulative moving average, as in torch
+                momentum = 1.0 / self.num_batches_tracked.astype(jnp.float32)
+        # Batch statistics while training, and in eval when there are no running stats.
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        # Running stats are read in eval and updated in training only when tracked.
+        pass_stats = not self.training or self.track_running_stats
+        running_mean = self.running_mean if pass_stats else None
+        running_var = self.running_var if pass_stats else None
+        out, new_mean, new_var = F.batch_norm_with_stats(
+            x, running_mean, running_var, self.weight, self.bias,
+            use_batch_stats, momentum, self.eps,
+        )  # fmt: skip
+        if use_batch_stats and running_mean is not None:
+            self.running_mean = new_mean
+            self.running_var = new_var
+        return out
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization over ``(N, C)`` or ``(N, C, L)`` input (mirrors ``nn.BatchNorm1d``).
+
+    Training normalizes with the batch mean and biased variance and updates
+    ``running_mean``/``running_var`` (the latter with the *unbiased* variance) by
+    ``new = (1 - momentum) * old + momentum * batch_stat``; ``momentum=None`` uses the cumulative
+    average ``1 / num_batches_tracked``. Eval normalizes with the running statistics.
+
+    Args:
+        num_features: channels ``C``.
+        eps: added to the variance.
+        momentum: running-statistics momentum, or None for a cumulative average.
+        affine: learn ``weight`` (ones) and ``bias`` (zeros).
+        track_running_stats: keep running statistics (else batch statistics in eval too).
+        device: optional device spec.
+        dtype: parameter/buffer dtype (default float32).
+        bias: learn ``bias`` (only with ``affine``; keyword-only, as in torch).
+
+    Shapes:
+        ``(N, C)`` or ``(N, C, L)`` -> same.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> bn = nn.BatchNorm1d(3)
+        >>> y = bn(jnp.arange(12.0).reshape(4, 3))
+        >>> bn.running_mean  # 0.1 * batch mean: [0.45, 0.55, 0.65]
+    """
+
+    _ranks = (2, 3)
+    _layout = "(N, C) or (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization over ``(N, C, H, W)`` input (mirrors ``nn.BatchNorm2d``).
+
+    Same statistics and arguments as :class:`BatchNorm1d`.
+
+    Args:
+        num_features: channels ``C``.
+        eps: added to the variance.
+        momentum: running-statistics momentum, or None for a cumulative average.
+        affine: learn ``weight`` and ``bias``.
+        track_running_stats: keep running statistics.
+        device: optional device spec.
+        dtype: parameter/buffer dtype (default float32).
+        bias: learn ``bias`` (keyword-only).
+
+    Shapes:
+        ``(N, C, H, W)`` -> same.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.BatchNorm2d(3)(jnp.ones((2, 3, 4, 4))).shape
+        (2, 3, 4, 4)
+    """
+
+    _ranks = (4,)
+    _layout = "(N, C, H, W)"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over ``(N, C, D, H, W)`` input (mirrors ``nn.BatchNorm3d``).
+
+    Same statistics and arguments as :class:`BatchNorm1d`.
+
+    Args:
+        num_features: channels ``C``.
+        eps: added to the variance.
+        momentum: running-statistics momentum, or None for a cumulative average.
+        affine: learn ``weight`` and ``bias``.
+        track_running_stats: keep running statistics.
+        device: optional device spec.
+        dtype: parameter/buffer dtype (default float32).
+        bias: learn ``bias`` (keyword-only).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.BatchNorm3d(2)(jnp.ones((2, 2, 3, 3, 3))).shape
+        (2, 2, 3, 3, 3)
+    """
+
+    _ranks = (5,)
+    _layout = "(N, C, D, H, W)"

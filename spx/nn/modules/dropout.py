@@ -1,0 +1,143 @@
+"""Dropout modules: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout`` (mirroring ``torch.nn``).
+
+In training mode each call draws a fresh key from the calling rank's generator
+(``spx.random.next_key()``, seeded by ``spx.manual_seed``), so masks differ from call to call and
+a seeded run is reproducible; under ``spx.compile`` that key is threaded through the compiled
+program as state. In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is
+and no key is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from spx import random as spx_random
+from spx.nn import functional as F
+from spx.nn.module import Module
+
+Array = jax.Array
+
+
+class _DropoutNd(Module):
+    _fn: Any = None
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, int | float):
+            raise TypeError(f"{type(self).__name__}: p must be a float, got {p!r}")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(
+                f"dropout probability has to be between 0 and 1, but got {p}; "
+                f"pass e.g. nn.{type(self).__name__}(p=0.1)"
+            )
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Array) -> Array:
+        if not self.training or self.p == 0.0:
+            return type(self)._fn(input, self.p, training=False)
+        return type(self)._fn(input, self.p, training=True, key=spx_random.next_key())
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zero each element with probability ``p`` while training; scale the rest by ``1/(1-p)``.
+
+    Mirrors ``torch.nn.Dropout``. The mask comes from ``spx.random.next_key()``.
+
+    Args:
+        p: drop probability in ``[0, 1]`` (ValueError otherwise).
+        inplace: accepted for torch compatibility; the result is always a new array.
+
+    Shapes:
+        input ``(*)`` -> output ``(*)``.
+
+    Example:
+        >>> import jax.numpy as jnp, spx
+        >>> from spx import nn
+        >>> spx.manual_seed(0)
+        >>> drop = nn.Dropout(0.5)
+        >>> y = drop(jnp.ones((2, 4)))  # zeros and 2.0s
+        >>> bool((drop.eval()(jnp.ones(3)) == 1).all())
+        True
+    """
+
+    _fn = staticmethod(F.dropout)
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` input (mirrors ``nn.Dropout1d``).
+
+    Args:
+        p: channel drop probability in ``[0, 1]``.
+        inplace: accepted for torch compatibility.
+
+    Shapes:
+        ``(N, C, L)`` or ``(C, L)`` -> same.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Dropout1d(0.5)(jnp.ones((2, 3, 5))).shape
+        (2, 3, 5)
+    """
+
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of ``(N, C, H, W)`` input (mirrors ``nn.Dropout2d``).
+
+    Args:
+        p: channel drop probability in ``[0, 1]``.
+        inplace: accepted for torch compatibility.
+
+    Shapes:
+        ``(N, C, H, W)`` -> same (a 3-D input is read as ``(N, C, L)``, as in torch).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Dropout2d(0.5)(jnp.ones((2, 3, 4, 4))).shape
+        (2, 3, 4, 4)
+    """
+
+    _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (``nn.Dropout3d``).
+
+    Args:
+        p: channel drop probability in ``[0, 1]``.
+        inplace: accepted for torch compatibility.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Dropout3d(0.5)(jnp.ones((2, 3, 2, 2, 2))).shape
+        (2, 3, 2, 2, 2)
+    """
+
+    _fn = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps SELU's zero mean and unit variance (mirrors ``nn.AlphaDropout``).
+
+    Args:
+        p: drop probability in ``[0, 1]``.
+        inplace: accepted for torch compatibility.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.AlphaDropout(0.2)(jnp.ones(8)).shape
+        (8,)
+    """
+
+    _fn = staticmethod(F.alpha_dropout)

@@ -1,0 +1,187 @@
+"""``Embedding``: a lookup table of learned vectors (mirrors ``torch.nn.Embedding``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx.nn import functional as F
+from spx.nn import init
+from spx.nn.module import Module
+from spx.nn.parameter import Parameter
+
+Array = jax.Array
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"Embedding: {name} must be a non-negative int, got {value!r}")
+
+
+class Embedding(Module):
+    """Look up rows of ``weight`` by integer index (mirrors ``torch.nn.Embedding``).
+
+    ``weight`` is ``(num_embeddings, embedding_dim)``, initialized from ``N(0, 1)`` with the
+    ``padding_idx`` row (if any) zeroed, exactly as torch does. The padding row's output is its
+    stored value and it never receives a gradient.
+
+    Args:
+        num_embeddings: size of the table (valid indices are ``0..num_embeddings-1``).
+        embedding_dim: size of each vector.
+        padding_idx: a row that gets no gradient; negative values count from the end.
+        max_norm: rescale looked-up vectors whose ``norm_type``-norm exceeds it. torch also
+            renormalizes those rows of ``weight`` in place; spx rescales the output only (the
+            returned values and gradients match, the stored table is left unchanged).
+        norm_type: the p of the norm for ``max_norm``.
+        scale_grad_by_freq: divide each row's gradient by its count in the mini-batch.
+        sparse: accepted for compatibility; gradients are always dense arrays.
+        _weight: an initial ``(num_embeddings, embedding_dim)`` table (then no init is done).
+        _freeze: with ``_weight``, make the table non-trainable.
+        device: optional device spec for the table.
+        dtype: table dtype (default float32).
+
+    Shapes:
+        integer input ``(*)`` -> output ``(*, embedding_dim)``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> emb = nn.Embedding(10, 3, padding_idx=0)
+        >>> emb(jnp.array([[0, 2, 9]])).shape
+        (1, 3, 3)
+    """
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Any = None,
+        _freeze: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        _positive_int("num_embeddings", num_embeddings)
+        _positive_int("embedding_dim", embedding_dim)
+        if padding_idx is not None:
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
+                raise TypeError(
+                    f"Embedding: padding_idx must be an int or None, got {padding_idx!r}"
+                )
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(
+                    f"Embedding: padding_idx ({padding_idx}) must be within num_embeddings "
+                    f"[-{num_embeddings}, {num_embeddings})"
+                )
+            padding_idx %= num_embeddings
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            table = jnp.empty((num_embeddings, embedding_dim), dtype=dtype or jnp.float32)
+            if device is not None:
+                from spx.device import device as resolve_device
+
+                table = jax.device_put(table, resolve_device(device))
+            self.weight = Parameter(table, requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            table = _weight.data if isinstance(_weight, Parameter) else _weight
+            if not isinstance(table, jax.Array | np.ndarray):
+                raise TypeError(
+                    f"Embedding: _weight must be a jax.Array or numpy.ndarray, got "
+                    f"{type(_weight).__name__}; wrap it with jnp.asarray(...)"
+                )
+            if tuple(table.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(
+                    f"Embedding: _weight has shape {tuple(table.shape)}, expected "
+                    f"({num_embeddings}, {embedding_dim}) = (num_embeddings, embedding_dim)"
+                )
+            # numpy is copied (its memory is mutable); a jax array is used as is (immutable).
+            table = (
+                jnp.array(table, dtype=dtype)
+                if isinstance(table, np.ndarray)
+                else jnp.asarray(table, dtype=dtype)
+            )
+            self.weight = Parameter(table, requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        """Fill ``weight`` from ``N(0, 1)`` and zero the ``padding_idx`` row (torch's init)."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            self.weight.data = self.weight.data.at[self.padding_idx].set(0)
+
+    def forward(self, input: Array) -> Array:
+        return F.embedding(
+            input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+            self.scale_grad_by_freq, self.sparse,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
+        return s
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Any,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> Embedding:
+        """An Embedding whose table is ``embeddings`` (mirrors ``Embedding.from_pretrained``).
+
+        Args:
+            embeddings: ``(num_embeddings, embedding_dim)`` array; used as is (its padding row
+                is not zeroed, as in torch).
+            freeze: make the table non-trainable (``weight.requires_grad = False``).
+            padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse: as in the
+                constructor.
+
+        Example:
+            >>> import jax.numpy as jnp
+            >>> from spx import nn
+            >>> emb = nn.Embedding.from_pretrained(jnp.eye(3))
+            >>> emb(jnp.array([1])), emb.weight.requires_grad
+            (Array([[0., 1., 0.]], dtype=float32), False)
+        """
+        shape = getattr(embeddings, "shape", None)
+        if shape is None or len(shape) != 2:
+            raise ValueError(
+                "Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
+                f"embedding_dim), got shape {None if shape is None else tuple(shape)}"
+            )
+        rows, cols = shape
+        return cls(
+            rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings,
+            _freeze=freeze,
+        )  # fmt: skip

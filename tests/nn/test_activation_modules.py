@@ -1,0 +1,107 @@
+"""Activation modules against torch.nn: outputs, input (and PReLU weight) grads, repr."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from spx import nn
+from spx.nn.modules import activation as A  # the extra activations are not in spx.nn's map yet
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-5, 1e-6
+# Away from the kinks (0, ±lambd, ±3, clip bounds), where a one-ulp difference flips a branch.
+X = (np.random.default_rng(0).standard_normal((4, 6)) * 3 + 0.013).astype(np.float32)
+COT = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+
+CASES = [
+    ("ReLU", ()), ("ReLU", (True,)), ("GELU", ()), ("GELU", ("tanh",)), ("SiLU", ()),
+    ("Tanh", ()), ("Sigmoid", ()), ("Softmax", (1,)), ("Softmax", (0,)), ("LogSoftmax", (-1,)),
+    ("LeakyReLU", ()), ("LeakyReLU", (0.2, True)), ("ELU", ()), ("ELU", (0.5,)),
+    ("Softplus", ()), ("Softplus", (2, 3)), ("Mish", ()),
+    # extras beyond the core list
+    ("Hardtanh", ()), ("Hardtanh", (-2.0, 2.5)), ("ReLU6", ()), ("SELU", ()), ("CELU", (0.7,)),
+    ("Hardswish", ()), ("Hardsigmoid", ()), ("Softsign", ()), ("LogSigmoid", ()),
+    ("Tanhshrink", ()), ("Softshrink", (0.6,)), ("Hardshrink", ()), ("Threshold", (0.1, -1.0)),
+    ("Softmin", (1,)),
+]  # fmt: skip
+
+
+def _spx(name):
+    return getattr(nn, name, None) or getattr(A, name)
+
+
+@jax.jit
+def _out_and_grads(m, x, cot):
+    # One compiled program per case: far cheaper than op-by-op eager autodiff.
+    y, vjp = jax.vjp(lambda m, x: m(x), m, x)
+    return (y, *vjp(cot))
+
+
+def _compare(t_layer, s_layer, x_np, cot):
+    xt = torch.tensor(x_np, requires_grad=True)
+    yt = t_layer(xt.clone())  # a non-leaf, so torch's inplace=True variants work
+    (yt * torch.tensor(cot)).sum().backward()
+    x = jnp.asarray(x_np)
+    np.testing.assert_allclose(np.asarray(s_layer(x)), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    y, g_m, g_x = _out_and_grads(s_layer, x, jnp.asarray(cot))
+    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
+    return g_m
+
+
+@pytest.mark.parametrize(("name", "args"), CASES, ids=lambda v: str(v))
+def test_activation_matches_torch(name, args):
+    t_layer = getattr(torch.nn, name)(*args)
+    s_layer = _spx(name)(*args)
+    assert repr(s_layer) == repr(t_layer)
+    assert list(s_layer.state_dict()) == list(t_layer.state_dict()) == []
+    _compare(t_layer, s_layer, X, COT)
+
+
+@pytest.mark.parametrize("num_parameters", [1, 6])
+def test_prelu_matches_torch_including_weight_grad(num_parameters):
+    t_layer = torch.nn.PReLU(num_parameters, init=0.3)
+    s_layer = A.PReLU(num_parameters, init=0.3)
+    with torch.no_grad():
+        t_layer.weight.copy_(torch.linspace(0.1, 0.6, num_parameters))
+    s_layer.load_state_dict({k: v.detach().numpy() for k, v in t_layer.state_dict().items()})
+    assert repr(s_layer) == repr(t_layer)
+    assert list(s_layer.state_dict()) == ["weight"] and s_layer.weight.shape == (num_parameters,)
+    g_m = _compare(t_layer, s_layer, X, COT)
+    np.testing.assert_allclose(
+        np.asarray(g_m.weight.data), t_layer.weight.grad.numpy(), rtol=RTOL, atol=1e-5
+    )
+
+
+def test_glu_halves_the_dim_like_torch():
+    t_layer, s_layer = torch.nn.GLU(dim=1), A.GLU(dim=1)
+    assert repr(s_layer) == repr(t_layer)
+    _compare(t_layer, s_layer, X, COT[:, :3])
+
+
+def test_softmax_without_dim_warns_like_torch():
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        y = nn.Softmax()(jnp.asarray(X))
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        yt = torch.nn.Softmax()(torch.tensor(X))
+    np.testing.assert_allclose(np.asarray(y), yt.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_constructor_validation():
+    with pytest.raises(ValueError, match="approximate"):
+        nn.GELU("fast")
+    with pytest.raises(TypeError, match="dim"):
+        nn.Softmax(dim=1.5)
+    with pytest.raises(ValueError, match="max_val"):
+        A.Hardtanh(1.0, -1.0)
+    with pytest.raises(ValueError, match="num_parameters"):
+        A.PReLU(0)
+
+
+def test_activation_inside_jit_and_a_sequential():
+    model = nn.Sequential(nn.ReLU(), nn.GELU(), nn.Softmax(dim=-1))
+    out = jax.jit(lambda m, x: m(x))(model, jnp.asarray(X))
+    ref = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.GELU(), torch.nn.Softmax(dim=-1))
+    np.testing.assert_allclose(np.asarray(out), ref(torch.tensor(X)).numpy(), rtol=RTOL, atol=ATOL)

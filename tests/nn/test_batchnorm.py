@@ -1,0 +1,206 @@
+"""BatchNorm1d/2d against torch.nn: train/eval outputs, grads, running statistics, state_dict."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-5, 1e-5
+
+
+def _x(*shape, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 2 + 1).astype(np.float32)
+
+
+def _pair(cls, *args, **kwargs):
+    t_layer = getattr(torch.nn, cls)(*args, **kwargs)
+    s_layer = getattr(nn, cls)(*args, **kwargs)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in t_layer.parameters():
+            p.copy_(torch.randn(p.shape))
+    s_layer.load_state_dict({k: v.detach().numpy() for k, v in t_layer.state_dict().items()})
+    return t_layer, s_layer
+
+
+def _assert_state_equal(t_layer, s_layer):
+    t_sd, s_sd = t_layer.state_dict(), s_layer.state_dict()
+    assert list(s_sd) == list(t_sd)
+    for k, v in t_sd.items():
+        np.testing.assert_allclose(np.asarray(s_sd[k]), v.numpy(), rtol=RTOL, atol=ATOL, err_msg=k)
+
+
+@jax.jit
+def _step(m, x, cot):
+    """Output, grads and the module after the forward (its new running statistics)."""
+    y, vjp, m_after = jax.vjp(lambda m, x: (m(x), m), m, x, has_aux=True)
+    return y, *vjp(cot), m_after
+
+
+def _check_step(t_layer, s_layer, x_np, eager=False):
+    """One forward/backward in the current mode: output, all grads and buffers match torch.
+
+    The compiled path returns the traced module and copies its buffers back (functional
+    style); ``eager=True`` also checks a plain call updates the real module's buffers.
+    """
+    t_layer.zero_grad()
+    xt = torch.tensor(x_np, requires_grad=True)
+    yt = t_layer(xt)
+    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
+    (yt * torch.tensor(cot)).sum().backward()
+    x = jnp.asarray(x_np)
+    y, g_m, g_x, after = _step(s_layer, x, jnp.asarray(cot))
+    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
+    grads = dict(g_m.named_parameters())
+    for name, p in t_layer.named_parameters():
+        np.testing.assert_allclose(
+            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=name
+        )
+    if eager:
+        y_eager = s_layer(x)
+        np.testing.assert_allclose(np.asarray(y_eager), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+        _assert_state_equal(t_layer, s_layer)
+    _assert_state_equal(t_layer, after)
+    s_layer.load_state_dict(after.state_dict())
+
+
+CASES = [
+    ("BatchNorm1d", (3,), {}, (8, 3)),
+    ("BatchNorm1d", (3,), {"momentum": None, "affine": False, "eps": 1e-3}, (4, 3, 5)),
+    ("BatchNorm2d", (3,), {"momentum": 0.3}, (4, 3, 2, 3)),
+    ("BatchNorm2d", (3,), {"momentum": None, "bias": False}, (2, 3, 3, 3)),
+]
+
+
+@pytest.mark.parametrize(("cls", "args", "kwargs", "shape"), CASES)
+def test_training_steps_then_eval_match_torch(cls, args, kwargs, shape):
+    t_layer, s_layer = _pair(cls, *args, **kwargs)
+    assert repr(s_layer) == repr(t_layer)
+    _assert_state_equal(t_layer, s_layer)
+    for step in range(3):  # different batches: running stats, num_batches_tracked, momentum
+        _check_step(t_layer, s_layer, _x(*shape, seed=step), eager=step == 2)
+        _assert_state_equal(t_layer, s_layer)
+    assert int(s_layer.num_batches_tracked) == 3
+    t_layer.eval()
+    s_layer.eval()
+    _check_step(t_layer, s_layer, _x(*shape, seed=10), eager=True)  # running stats, no update
+    _assert_state_equal(t_layer, s_layer)
+
+
+def test_cumulative_average_with_momentum_none():
+    layer = nn.BatchNorm1d(2, momentum=None)
+    batches = [_x(5, 2, seed=s) for s in range(4)]
+    for b in batches:
+        layer(jnp.asarray(b))
+    np.testing.assert_allclose(
+        np.asarray(layer.running_mean), np.mean([b.mean(0) for b in batches], 0), rtol=1e-5
+    )
+    unbiased = np.mean([b.var(0, ddof=1) for b in batches], 0)
+    # running_var starts at 1 and the first factor is 1/1, so the 1 drops out of the average.
+    np.testing.assert_allclose(np.asarray(layer.running_var), unbiased, rtol=1e-5)
+
+
+def test_no_running_stats_uses_batch_statistics_in_eval():
+    t_layer, s_layer = _pair("BatchNorm1d", 3, track_running_stats=False)
+    assert repr(s_layer) == repr(t_layer)
+    assert s_layer.running_mean is None and s_layer.num_batches_tracked is None
+    assert list(s_layer.state_dict()) == list(t_layer.state_dict()) == ["weight", "bias"]
+    t_layer.eval()
+    s_layer.eval()
+    _check_step(t_layer, s_layer, _x(6, 3), eager=True)
+
+
+def test_state_dict_layout_and_int64_checkpoint():
+    t_layer, s_layer = _pair("BatchNorm2d", 4)
+    sd = s_layer.state_dict()
+    assert [(k, tuple(v.shape)) for k, v in sd.items()] == [
+        (k, tuple(v.shape)) for k, v in t_layer.state_dict().items()
+    ]
+    assert list(sd) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    # Deviation (documented): int32, since JAX's 64-bit mode is off; torch's int64 loads.
+    assert sd["num_batches_tracked"].dtype == jnp.int32
+    t_layer.num_batches_tracked.fill_(7)
+    s_layer.load_state_dict({k: v.numpy() for k, v in t_layer.state_dict().items()})
+    assert int(s_layer.num_batches_tracked) == 7
+    assert s_layer.num_batches_tracked.dtype == jnp.int32
+    assert dict(s_layer.named_buffers()).keys() == dict(t_layer.named_buffers()).keys()
+
+
+def test_default_init_and_reset():
+    layer = nn.BatchNorm1d(3)
+    np.testing.assert_array_equal(np.asarray(layer.weight), 1.0)
+    np.testing.assert_array_equal(np.asarray(layer.bias), 0.0)
+    layer(jnp.asarray(_x(4, 3)))
+    assert np.asarray(layer.running_mean).any()
+    layer.reset_running_stats()
+    np.testing.assert_array_equal(np.asarray(layer.running_mean), 0.0)
+    np.testing.assert_array_equal(np.asarray(layer.running_var), 1.0)
+    assert int(layer.num_batches_tracked) == 0
+
+
+def test_input_validation():
+    with pytest.raises(ValueError, match="2D or 3D"):
+        nn.BatchNorm1d(3)(jnp.ones((2, 3, 4, 5)))
+    with pytest.raises(ValueError, match="4D"):
+        nn.BatchNorm2d(3)(jnp.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="num_features=3"):
+        nn.BatchNorm1d(3)(jnp.ones((2, 4)))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        nn.BatchNorm1d(3)(jnp.ones((1, 3)))
+    with pytest.raises(ValueError, match="num_features"):
+        nn.BatchNorm2d(0)
+    # torch raises ValueError for the rank too
+    with pytest.raises(ValueError):
+        torch.nn.BatchNorm2d(3)(torch.ones(2, 3, 4))
+
+
+def test_running_stats_flow_through_jit_and_spx_backward():
+    t_layer, s_layer = _pair("BatchNorm1d", 3)
+    x_np = _x(8, 3)
+
+    # Functional style: return the module from the jitted function to get its new buffers.
+    @jax.jit
+    def step(m, x):
+        y = m(x)
+        return y, m
+
+    _, updated = step(s_layer, jnp.asarray(x_np))
+    t_layer(torch.tensor(x_np))
+    _assert_state_equal(t_layer, updated)
+
+    # Torch style: spx.backward fills .grad and writes the assigned buffers back.
+    t_layer, s_layer = _pair("BatchNorm1d", 3)
+    cot = np.random.default_rng(1).standard_normal((8, 3)).astype(np.float32)
+    for seed in range(2):
+        x_np = _x(8, 3, seed=seed)
+        t_layer.zero_grad()
+        (t_layer(torch.tensor(x_np)) * torch.tensor(cot)).sum().backward()
+        s_layer.zero_grad()
+        spx.backward(lambda m, x=x_np: (m(jnp.asarray(x)) * cot).sum(), s_layer)
+        _assert_state_equal(t_layer, s_layer)
+        for name, p in t_layer.named_parameters():
+            np.testing.assert_allclose(
+                np.asarray(getattr(s_layer, name).grad), p.grad.numpy(), rtol=RTOL, atol=ATOL
+            )
+
+
+def test_batchnorm3d_train_and_eval_match_torch():
+    from spx.nn.modules.batchnorm import BatchNorm3d  # not in spx.nn's name map yet
+
+    t_layer, s_layer = torch.nn.BatchNorm3d(2), BatchNorm3d(2)
+    assert repr(s_layer) == repr(t_layer)
+    x_np = _x(2, 2, 2, 2, 3)
+    for mode in ("train", "eval"):
+        getattr(t_layer, mode)()
+        getattr(s_layer, mode)()
+        yt = t_layer(torch.tensor(x_np)).detach().numpy()
+        np.testing.assert_allclose(np.asarray(s_layer(jnp.asarray(x_np))), yt, rtol=RTOL, atol=ATOL)
+        _assert_state_equal(t_layer, s_layer)
+    with pytest.raises(ValueError, match="5D"):
+        s_layer(jnp.ones((2, 2, 3)))

@@ -1,0 +1,114 @@
+"""Dropout modules: train/eval behaviour, mask statistics, RNG source, grads, repr (torch.nn)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+from spx.nn import functional as F
+from spx.nn.modules.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
+
+torch = pytest.importorskip("torch")
+
+X = jnp.asarray(np.random.default_rng(0).uniform(0.5, 1.5, (64, 64)).astype(np.float32))
+
+
+def test_repr_matches_torch():
+    for p, inplace in ((0.5, False), (0.1, True), (0, False), (1.0, False)):
+        assert repr(nn.Dropout(p, inplace)) == repr(torch.nn.Dropout(p, inplace))
+    for name in ("Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"):
+        s_cls = {"Dropout1d": Dropout1d, "Dropout2d": Dropout2d, "Dropout3d": Dropout3d}.get(
+            name, AlphaDropout
+        )
+        assert repr(s_cls(0.25)) == repr(getattr(torch.nn, name)(0.25))
+
+
+def test_invalid_p_raises_like_torch():
+    for p in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            torch.nn.Dropout(p)
+        with pytest.raises(ValueError, match=rf"between 0 and 1, but got {p}"):
+            nn.Dropout(p)
+    with pytest.raises(TypeError, match="p must be a float"):
+        nn.Dropout("0.5")
+
+
+def test_eval_is_identity_and_draws_no_key():
+    drop = nn.Dropout(0.5).eval()
+    spx.manual_seed(0)
+    key_before = spx.random.get_key()
+    y = drop(X)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(X))
+    assert (jax.random.key_data(spx.random.get_key()) == jax.random.key_data(key_before)).all()
+    assert drop.train() is drop and drop.training
+
+
+def test_train_mask_statistics_and_scaling():
+    spx.manual_seed(0)
+    drop = nn.Dropout(0.3)
+    y = np.asarray(drop(X))
+    dropped = y == 0
+    assert abs(dropped.mean() - 0.3) < 0.03
+    np.testing.assert_allclose(y[~dropped], np.asarray(X)[~dropped] / 0.7, rtol=1e-6)
+    # torch's statistics for the same configuration
+    yt = torch.nn.Dropout(0.3)(torch.tensor(np.asarray(X))).numpy()
+    assert abs(dropped.mean() - (yt == 0).mean()) < 0.04
+    assert abs(y.mean() - yt.mean()) < 0.05
+
+
+def test_mask_draws_from_spx_random_next_key():
+    drop = nn.Dropout(0.5)
+    spx.manual_seed(7)
+    y1, y2 = drop(X), drop(X)
+    assert not np.array_equal(np.asarray(y1), np.asarray(y2))  # fresh mask per call
+    spx.manual_seed(7)
+    expected = F.dropout(X, 0.5, training=True, key=spx.random.next_key())
+    np.testing.assert_array_equal(np.asarray(y1), np.asarray(expected))
+    spx.manual_seed(7)
+    np.testing.assert_array_equal(np.asarray(drop(X)), np.asarray(y1))  # reproducible
+
+
+def test_p_zero_and_one():
+    spx.manual_seed(0)
+    np.testing.assert_array_equal(np.asarray(nn.Dropout(0.0)(X)), np.asarray(X))
+    assert not np.asarray(nn.Dropout(1.0)(X)).any()
+
+
+def test_gradient_is_the_scaled_mask():
+    drop = nn.Dropout(0.25)
+    spx.manual_seed(3)
+    y = np.asarray(drop(X))
+    spx.manual_seed(3)
+    g = jax.grad(lambda x: drop(x).sum())(X)
+    np.testing.assert_allclose(np.asarray(g), (y != 0) / 0.75, rtol=1e-6)
+
+
+def test_compiled_step_gets_fresh_masks():
+    drop = nn.Dropout(0.5)
+    step = spx.compile(lambda m, x: m(x))
+    a, b = step(drop, X), step(drop, X)
+    assert not np.array_equal(np.asarray(a), np.asarray(b))
+    drop.eval()
+    np.testing.assert_array_equal(np.asarray(step(drop, X)), np.asarray(X))
+
+
+def test_channel_dropout_zeroes_whole_channels():
+    spx.manual_seed(0)
+    x = jnp.ones((8, 16, 2, 2))
+    y = np.asarray(Dropout2d(0.5)(x))
+    per_channel = y.reshape(8, 16, -1)
+    assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+    assert 0.3 < (per_channel == 0).all(-1).mean() < 0.7
+    assert Dropout1d(0.5)(jnp.ones((4, 3, 7))).shape == (4, 3, 7)
+    assert Dropout3d(0.5)(jnp.ones((2, 3, 2, 2, 2))).shape == (2, 3, 2, 2, 2)
+    np.testing.assert_array_equal(np.asarray(Dropout2d(0.5).eval()(x)), 1.0)
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    spx.manual_seed(0)
+    x = jax.random.normal(jax.random.key(0), (50_000,))
+    y = np.asarray(AlphaDropout(0.2)(x))
+    assert abs(y.mean()) < 0.03 and abs(y.std() - 1.0) < 0.03
+    np.testing.assert_array_equal(np.asarray(AlphaDropout(0.2).eval()(x)), np.asarray(x))

@@ -1,0 +1,138 @@
+"""Embedding against torch.nn.Embedding: lookups, weight grads, padding, init, from_pretrained."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-5, 1e-6
+IDX = np.array([[1, 2, 4, 2], [0, 9, 2, 7]], dtype=np.int32)  # repeats on purpose
+
+
+@jax.jit
+def _out_and_grad(m, idx, cot):
+    # One compiled program per case: far cheaper than op-by-op eager autodiff.
+    y, vjp = jax.vjp(lambda m: m(idx), m)
+    return y, vjp(cot)[0]
+
+
+def _check_parity(t_layer, s_layer, idx=IDX):
+    """Output and weight gradient match torch; returns the spx gradient module."""
+    s_layer.load_state_dict({k: v.detach().numpy() for k, v in t_layer.state_dict().items()})
+    assert [(k, tuple(v.shape)) for k, v in s_layer.state_dict().items()] == [
+        (k, tuple(v.shape)) for k, v in t_layer.state_dict().items()
+    ]
+    t_layer.zero_grad()
+    yt = t_layer(torch.tensor(idx, dtype=torch.long))
+    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
+    (yt * torch.tensor(cot)).sum().backward()
+    x = jnp.asarray(idx)
+    np.testing.assert_allclose(np.asarray(s_layer(x)), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    y, g = _out_and_grad(s_layer, x, jnp.asarray(cot))
+    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    t_grad = t_layer.weight.grad
+    t_grad = t_grad.to_dense() if t_grad.is_sparse else t_grad  # spx grads are always dense
+    np.testing.assert_allclose(np.asarray(g.weight.data), t_grad.numpy(), rtol=RTOL, atol=ATOL)
+    return g
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"padding_idx": 2},
+        {"padding_idx": -1},
+        {"scale_grad_by_freq": True},
+        {"scale_grad_by_freq": True, "padding_idx": 0},
+        {"sparse": True},
+    ],
+    ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "default",
+)
+def test_embedding_matches_torch(kwargs):
+    torch.manual_seed(0)
+    t_layer, s_layer = torch.nn.Embedding(10, 3, **kwargs), nn.Embedding(10, 3, **kwargs)
+    assert repr(s_layer) == repr(t_layer)
+    assert s_layer.padding_idx == t_layer.padding_idx
+    g = _check_parity(t_layer, s_layer)
+    if s_layer.padding_idx is not None:
+        assert not np.asarray(g.weight.data)[s_layer.padding_idx].any()
+
+
+def test_max_norm_output_and_grad_match_torch():
+    torch.manual_seed(0)
+    kwargs = {"max_norm": 1.0, "norm_type": 2.0}
+    t_layer, s_layer = torch.nn.Embedding(10, 3, **kwargs), nn.Embedding(10, 3, **kwargs)
+    with torch.no_grad():
+        t_layer.weight.mul_(3)  # most rows above max_norm
+    _check_parity(t_layer, s_layer)
+    # Deviation (documented): torch also renormalizes the looked-up rows of weight in place;
+    # spx rescales only the output, so the stored table keeps its values.
+    assert repr(s_layer) == repr(t_layer)
+
+
+def test_default_init_is_standard_normal_with_zero_padding_row():
+    spx.manual_seed(0)
+    layer = nn.Embedding(2000, 16, padding_idx=3)
+    w = np.asarray(layer.weight)
+    assert w.shape == (2000, 16) and w.dtype == np.float32
+    assert not w[3].any()
+    rest = np.delete(w, 3, axis=0)
+    assert abs(rest.mean()) < 0.02 and abs(rest.std() - 1.0) < 0.02
+    spx.manual_seed(0)
+    np.testing.assert_array_equal(np.asarray(nn.Embedding(2000, 16, padding_idx=3).weight), w)
+    assert layer.weight.requires_grad
+
+
+def test_from_pretrained_like_torch():
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    t_layer = torch.nn.Embedding.from_pretrained(torch.tensor(table), padding_idx=1)
+    s_layer = nn.Embedding.from_pretrained(jnp.asarray(table), padding_idx=1)
+    assert repr(s_layer) == repr(t_layer)
+    assert s_layer.weight.requires_grad is t_layer.weight.requires_grad is False
+    np.testing.assert_array_equal(np.asarray(s_layer.weight), table)  # padding row not zeroed
+    idx = np.array([3, 1, 0], np.int32)
+    np.testing.assert_array_equal(
+        np.asarray(s_layer(jnp.asarray(idx))), t_layer(torch.tensor(idx, dtype=torch.long)).numpy()
+    )
+    trainable = nn.Embedding.from_pretrained(table, freeze=False)  # numpy accepted too
+    assert trainable.weight.requires_grad and trainable.num_embeddings == 4
+    with pytest.raises(ValueError, match="2-dimensional"):
+        nn.Embedding.from_pretrained(jnp.ones(3))
+
+
+def test_weight_argument_and_validation():
+    table = jnp.ones((5, 2))
+    layer = nn.Embedding(5, 2, _weight=table)
+    np.testing.assert_array_equal(np.asarray(layer.weight), 1.0)
+    with pytest.raises(ValueError, match=r"\(4, 2\)"):
+        nn.Embedding(4, 2, _weight=table)
+    with pytest.raises(ValueError, match="padding_idx"):
+        nn.Embedding(5, 2, padding_idx=5)
+    with pytest.raises(ValueError, match="padding_idx"):
+        nn.Embedding(5, 2, padding_idx=-6)
+    with pytest.raises(ValueError, match="num_embeddings"):
+        nn.Embedding(-1, 2)
+    with pytest.raises(TypeError, match="integer"):
+        layer(jnp.ones((2,)))
+
+
+def test_embedding_in_jit_and_a_model():
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.head = nn.Linear(4, 10, bias=False)
+
+        def forward(self, idx):
+            return self.head(self.emb(idx))
+
+    model = LM()
+    assert list(model.state_dict()) == ["emb.weight", "head.weight"]
+    out = jax.jit(lambda m, i: m(i))(model, jnp.asarray(IDX))
+    assert out.shape == (2, 4, 10)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(model(jnp.asarray(IDX))), rtol=1e-6)
