@@ -1,33 +1,75 @@
-"""spx.nn: torch-shaped modules, parameters, functional ops and init."""
+"""spx.nn: torch-shaped modules, parameters, functional ops and init (mirrors ``torch.nn``)."""
 
-import importlib
-from typing import Any
-
+from spx.nn import functional as functional
+from spx.nn import init as init
+from spx.nn import utils as utils
 from spx.nn.module import Module as Module
+from spx.nn.modules.activation import CELU as CELU
+from spx.nn.modules.activation import ELU as ELU
+from spx.nn.modules.activation import GELU as GELU
+from spx.nn.modules.activation import GLU as GLU
+from spx.nn.modules.activation import SELU as SELU
+from spx.nn.modules.activation import Hardshrink as Hardshrink
+from spx.nn.modules.activation import Hardsigmoid as Hardsigmoid
+from spx.nn.modules.activation import Hardswish as Hardswish
+from spx.nn.modules.activation import Hardtanh as Hardtanh
+from spx.nn.modules.activation import LeakyReLU as LeakyReLU
+from spx.nn.modules.activation import LogSigmoid as LogSigmoid
+from spx.nn.modules.activation import LogSoftmax as LogSoftmax
+from spx.nn.modules.activation import Mish as Mish
+from spx.nn.modules.activation import PReLU as PReLU
+from spx.nn.modules.activation import ReLU as ReLU
+from spx.nn.modules.activation import ReLU6 as ReLU6
+from spx.nn.modules.activation import Sigmoid as Sigmoid
+from spx.nn.modules.activation import SiLU as SiLU
+from spx.nn.modules.activation import Softmax as Softmax
+from spx.nn.modules.activation import Softmin as Softmin
+from spx.nn.modules.activation import Softplus as Softplus
+from spx.nn.modules.activation import Softshrink as Softshrink
+from spx.nn.modules.activation import Softsign as Softsign
+from spx.nn.modules.activation import Tanh as Tanh
+from spx.nn.modules.activation import Tanhshrink as Tanhshrink
+from spx.nn.modules.activation import Threshold as Threshold
+from spx.nn.modules.attention import MultiheadAttention as MultiheadAttention
+from spx.nn.modules.attention import (
+    NonDynamicallyQuantizableLinear as NonDynamicallyQuantizableLinear,
+)
+from spx.nn.modules.batchnorm import BatchNorm1d as BatchNorm1d
+from spx.nn.modules.batchnorm import BatchNorm2d as BatchNorm2d
+from spx.nn.modules.batchnorm import BatchNorm3d as BatchNorm3d
+from spx.nn.modules.container import ModuleDict as ModuleDict
+from spx.nn.modules.container import ModuleList as ModuleList
+from spx.nn.modules.container import ParameterDict as ParameterDict
+from spx.nn.modules.container import ParameterList as ParameterList
+from spx.nn.modules.container import Sequential as Sequential
+from spx.nn.modules.conv import Conv1d as Conv1d
+from spx.nn.modules.conv import Conv2d as Conv2d
+from spx.nn.modules.conv import LazyConv1d as LazyConv1d
+from spx.nn.modules.conv import LazyConv2d as LazyConv2d
+from spx.nn.modules.dropout import AlphaDropout as AlphaDropout
+from spx.nn.modules.dropout import Dropout as Dropout
+from spx.nn.modules.dropout import Dropout1d as Dropout1d
+from spx.nn.modules.dropout import Dropout2d as Dropout2d
+from spx.nn.modules.dropout import Dropout3d as Dropout3d
+from spx.nn.modules.flatten import Flatten as Flatten
+from spx.nn.modules.flatten import Unflatten as Unflatten
+from spx.nn.modules.linear import Bilinear as Bilinear
+from spx.nn.modules.linear import Identity as Identity
+from spx.nn.modules.linear import LazyLinear as LazyLinear
+from spx.nn.modules.linear import Linear as Linear
+from spx.nn.modules.loss import BCELoss as BCELoss
+from spx.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
+from spx.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
+from spx.nn.modules.loss import L1Loss as L1Loss
+from spx.nn.modules.loss import MSELoss as MSELoss
+from spx.nn.modules.loss import NLLLoss as NLLLoss
+from spx.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
+from spx.nn.modules.normalization import GroupNorm as GroupNorm
+from spx.nn.modules.normalization import LayerNorm as LayerNorm
+from spx.nn.modules.normalization import RMSNorm as RMSNorm
+from spx.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from spx.nn.modules.pooling import AvgPool2d as AvgPool2d
+from spx.nn.modules.pooling import MaxPool2d as MaxPool2d
+from spx.nn.modules.sparse import Embedding as Embedding
 from spx.nn.parameter import Parameter as Parameter
 from spx.nn.parameter import UninitializedParameter as UninitializedParameter
-
-# Files being written in parallel; converted to explicit re-exports once they exist.
-_FILES = {
-    "linear": "Linear LazyLinear Identity Bilinear",
-    "container": "Sequential ModuleList ModuleDict ParameterList ParameterDict",
-    "sparse": "Embedding",
-    "normalization": "LayerNorm RMSNorm GroupNorm",
-    "batchnorm": "BatchNorm1d BatchNorm2d",
-    "dropout": "Dropout",
-    "flatten": "Flatten Unflatten",
-    "activation": "ReLU GELU SiLU Tanh Sigmoid Softmax LogSoftmax LeakyReLU ELU Softplus Mish",
-    "conv": "Conv1d Conv2d",
-    "pooling": "MaxPool2d AvgPool2d AdaptiveAvgPool2d",
-    "attention": "MultiheadAttention",
-    "loss": "CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss BCELoss BCEWithLogitsLoss",
-}
-_LAZY = {name: f"spx.nn.modules.{f}" for f, names in _FILES.items() for name in names.split()}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in ("utils", "functional", "init"):
-        return importlib.import_module(f"spx.nn.{name}")
-    raise AttributeError(f"module 'spx.nn' has no attribute {name!r}")

@@ -243,7 +243,7 @@ class Optimizer:
                 state = self.state.get(p)
                 if state is None:
                     state = self._init_state(p.data, group)
-                    if getattr(p.data, "committed", False):
+                    if not isinstance(p.data, jax.core.Tracer) and p.data.committed:
                         # Commit the new state to the parameter's device, as the parameter is:
                         # uncommitted zeros would make the jitted update compile again on the
                         # next step (the outputs come back committed).

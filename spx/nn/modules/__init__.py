@@ -1,0 +1,1 @@
+"""The layer classes, one family per file; ``spx.nn`` re-exports them."""
