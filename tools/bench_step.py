@@ -4,7 +4,7 @@
 * raw JAX  — the same network as a pure function over a dict of arrays, ``jax.jit`` with donated
              parameters and ``optax.adamw`` (the floor for dispatch overhead)
 * flax.nnx — the same network with ``nnx`` modules and ``nnx.jit`` (needs ``flax``)
-* torch    — the same network with ``torch.nn`` in eager mode (needs ``torch``)
+* torch    — the same network with ``torch.nn`` in eager mode, one intra-op thread (needs ``torch``)
 
 Each step is timed to completion (``block_until_ready`` on the loss / ``loss.item()``); the
 table shows medians and the ratio to raw JAX. Target: spx <= 1.10x raw JAX.
@@ -221,6 +221,9 @@ def bench_torch(cfg: GPTConfig, batch: int, steps: int) -> float | None:
         import torch
     except ImportError:
         return None
+    # One intra-op thread: torch's default pool oversubscribes this 2-core machine (while JAX's
+    # threads exist) and runs ~8x slower than single-threaded.
+    torch.set_num_threads(1)
     tnn = torch.nn
     d, H = cfg.n_embd, cfg.n_head
     torch.manual_seed(0)

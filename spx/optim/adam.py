@@ -1,10 +1,11 @@
 """``Adam``: torch's Adam (optionally AMSGrad, L2 or decoupled weight decay) over optax.
 
-``optax.scale_by_adam`` computes exactly torch's moments and its non-AMSGrad update
-``(m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``, with the bias corrections taken from the
-traced step, so the program never changes as the step count grows. AMSGrad is written out:
-torch keeps the running maximum of the *raw* second moment and bias-corrects it afterwards,
-while ``optax.scale_by_amsgrad`` takes the maximum of the bias-corrected one.
+The moments come from optax's ``update_moment`` helpers and L2 decay from
+``add_decayed_weights``; the update is torch's formula
+``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`` with the bias corrections taken
+from the traced step (the program never changes as the step count grows) and computed for the
+whole group as one vector. AMSGrad keeps torch's running maximum of the *raw* second moment,
+bias-corrected afterwards (``optax.scale_by_amsgrad`` takes the maximum of the corrected one).
 """
 
 from __future__ import annotations
@@ -131,36 +132,33 @@ class Adam(Optimizer):
         hparams: dict[str, Any],
     ) -> tuple[list[jax.Array], list[dict[str, jax.Array]]]:
         beta1, beta2 = hparams["betas"]
-        eps = hparams["eps"]
+        eps, lr, wd = hparams["eps"], hparams["lr"], hparams["weight_decay"]
         decoupled = hparams["decoupled_weight_decay"]
-        decay = optax.add_decayed_weights(hparams["weight_decay"])
-        adam = optax.scale_by_adam(b1=beta1, b2=beta2, eps=eps)
-        scale = optax.scale_by_learning_rate(hparams["lr"])
+        if hparams["maximize"]:
+            grads = [-g for g in grads]
+        if not decoupled:
+            grads = optax.add_decayed_weights(wd).update(grads, optax.EmptyState(), params)[0]
+        # Bias corrections for the whole group as one vector: per-parameter scalar arithmetic
+        # would become dozens of tiny XLA kernels, each costing more than its math.
+        steps = jnp.stack([jnp.asarray(s["step"], jnp.float32) for s in states]) + 1
+        bias_correction1 = 1 - beta1**steps
+        bias_correction2_sqrt = jnp.sqrt(1 - beta2**steps)
+        step_sizes = lr / bias_correction1
+        exp_avgs = optax.tree.update_moment(grads, [s["exp_avg"] for s in states], beta1, 1)
+        exp_avg_sqs = optax.tree.update_moment_per_elem_norm(
+            grads, [s["exp_avg_sq"] for s in states], beta2, 2
+        )
         new_params, new_states = [], []
-        for p, g, state in zip(params, grads, states, strict=True):
-            if hparams["maximize"]:
-                g = -g
-            if not decoupled:
-                g, _ = decay.update(g, optax.EmptyState(), p)
-            # optax increments the count before bias-correcting, as torch increments `step`.
-            count = state["step"].astype(jnp.int32)
-            update, moments = adam.update(
-                g, optax.ScaleByAdamState(count, state["exp_avg"], state["exp_avg_sq"])
-            )
-            step = state["step"] + 1
-            new_state = {"step": step, "exp_avg": moments.mu, "exp_avg_sq": moments.nu}
+        for i, (p, state) in enumerate(zip(params, states, strict=True)):
+            m, v = exp_avgs[i], exp_avg_sqs[i]
+            new_state = {"step": steps[i], "exp_avg": m, "exp_avg_sq": v}
             if hparams["amsgrad"]:
                 # torch: max of the raw second moment, bias-corrected afterwards.
-                max_sq = jnp.maximum(state["max_exp_avg_sq"], moments.nu)
-                bias_correction1 = 1 - beta1**step
-                bias_correction2_sqrt = jnp.sqrt(1 - beta2**step)
-                denom = jnp.sqrt(max_sq) / bias_correction2_sqrt + eps
-                update = moments.mu / bias_correction1 / denom
-                new_state["max_exp_avg_sq"] = max_sq
+                v = new_state["max_exp_avg_sq"] = jnp.maximum(state["max_exp_avg_sq"], v)
             if decoupled:
-                # p - lr * (update + wd * p) == torch's p * (1 - lr * wd) - lr * update.
-                update, _ = decay.update(update, optax.EmptyState(), p)
-            update, _ = scale.update(update, optax.EmptyState())
-            new_params.append(optax.apply_updates(p, update))
+                p = p * (1 - lr * wd)
+            # torch: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
+            denom = jnp.sqrt(v) / bias_correction2_sqrt[i] + eps
+            new_params.append((p - step_sizes[i] * m / denom).astype(p.dtype))
             new_states.append(new_state)
         return new_params, new_states

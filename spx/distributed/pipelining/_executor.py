@@ -66,6 +66,7 @@ class RankRunner:
         kwargs_mb: list[dict],
         target_mb: list[Any],
         train: bool,
+        loss_kwargs: dict[str, Any] | None = None,
     ) -> None:
         """Execute ``actions`` (already filtered to this rank) for one step."""
         explicit = any(
@@ -94,8 +95,9 @@ class RankRunner:
         def take(tag: tuple) -> Any:
             value = inbox.pop(tag, None)
             if value is None:
-                value = transport.recv(stage_to_rank[tag[1] - 1 if tag[0] == "F" else tag[1] + 1],
-                                       tag)
+                value = transport.recv(
+                    stage_to_rank[tag[1] - 1 if tag[0] == "F" else tag[1] + 1], tag
+                )
             return value
 
         for action in actions:
@@ -118,9 +120,12 @@ class RankRunner:
                     else:
                         args = _as_tuple(take(("F", s, mb)))
                         kwargs = {}
-                    out = stage.forward_one_chunk(
-                        mb, args, kwargs, target_mb[mb] if s == last else None, train
-                    )
+                    if s == last:
+                        out = stage.forward_one_chunk(
+                            mb, args, kwargs, target_mb[mb], train, loss_kwargs
+                        )
+                    else:
+                        out = stage.forward_one_chunk(mb, args, kwargs, None, train)
                     if s != last:
                         deliver(("F", s + 1, mb), out)
                 elif kind is FULL_BACKWARD or kind is BACKWARD_INPUT:

@@ -20,10 +20,11 @@ each forward and are written back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spx import random as spx_random
 from spx.compile.binding import Binding
@@ -42,6 +43,59 @@ def _as_args(value: Any) -> tuple:
 
 def _add(acc: list[jax.Array] | None, grads: list[jax.Array]) -> list[jax.Array]:
     return list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
+
+
+@jax.tree_util.register_static
+class _Static:
+    """A non-array input leaf (``flag=True``, ``mode="causal"``), carried in the jit's static
+    tree structure so the module sees the Python value, as in torch, not a traced array.
+    Python floats stay traced, as in ``spx.compile`` (a new value does not recompile)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        # Compare the type too: jit must not reuse a program traced for ``1`` when given ``True``.
+        return (
+            isinstance(other, _Static)
+            and type(other.value) is type(self.value)
+            and other.value == self.value
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self.value), self.value))
+
+
+class _LossInputs(NamedTuple):
+    """The last stage's loss inputs when ``step(loss_kwargs=...)`` is used."""
+
+    target: Any
+    loss_kwargs: dict[str, Any]
+
+
+def _is_dynamic(x: Any) -> bool:
+    # spx.compile's rule: arrays and Python floats are traced; bools, ints, strings... static.
+    return isinstance(x, jax.Array | np.ndarray | np.generic | float | complex)
+
+
+def _wrap_static(tree: Any) -> Any:
+    return jax.tree_util.tree_map(lambda x: x if _is_dynamic(x) else _Static(x), tree)
+
+
+def _loss_inputs(target: Any, loss_kwargs: dict[str, Any] | None) -> Any:
+    if not loss_kwargs or target is None:
+        return target
+    return _LossInputs(target, _wrap_static(dict(loss_kwargs)))
+
+
+def _unwrap_static(tree: Any) -> Any:
+    return jax.tree_util.tree_map(
+        lambda x: x.value if isinstance(x, _Static) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, _Static),
+    )
 
 
 class StagePrograms:
@@ -85,8 +139,9 @@ class StagePrograms:
         self._forward_eval = jax.jit(self._forward_eval_impl)
         self._backward = jax.jit(self._backward_impl, donate_argnums=(2,))
         self._backward_input = jax.jit(self._backward_input_impl, static_argnums=(2,))
-        self._backward_weight = jax.jit(self._backward_weight_impl, static_argnums=(3,),
-                                        donate_argnums=(2,))
+        self._backward_weight = jax.jit(
+            self._backward_weight_impl, static_argnums=(3,), donate_argnums=(2,)
+        )
 
     # -- state -------------------------------------------------------------------------------
     def read_params(self) -> tuple[list[jax.Array], list[jax.Array]]:
@@ -115,6 +170,7 @@ class StagePrograms:
                 params[i]._data = v
             self.write_buffers(buffers)
             spx_random.set_key(key)
+            args, kwargs = _unwrap_static((args, kwargs))
             out = self.module(*args, **kwargs)
             return out, self.read_buffers(), spx_random.get_key()
         finally:
@@ -127,13 +183,12 @@ class StagePrograms:
 
         def f(train, diff):
             it = iter(diff)
-            call_args = tree.unflatten([next(it) if m else x for x, m in zip(leaves, diff_mask,
-                                                                              strict=True)])
-            out, new_buffers, new_key = self._apply(train, frozen, buffers, key, call_args,
-                                                    kwargs)
+            call_args = tree.unflatten(
+                [next(it) if m else x for x, m in zip(leaves, diff_mask, strict=True)]
+            )
+            out, new_buffers, new_key = self._apply(train, frozen, buffers, key, call_args, kwargs)
             if self.is_last and self.loss_fn is not None:
-                loss = jnp.asarray(self.loss_fn(out, target))
-                return loss, (out, new_buffers, new_key)
+                return self._loss(out, target), (out, new_buffers, new_key)
             floats = [x for x in jax.tree_util.tree_leaves(out) if _is_float(x)]
             return floats, (out, new_buffers, new_key)
 
@@ -147,9 +202,16 @@ class StagePrograms:
         kwargs, target = kwargs_and_target
         out, new_buffers, new_key = self._apply(train, frozen, buffers, key, args, kwargs)
         loss = None
-        if self.is_last and self.loss_fn is not None:
-            loss = jnp.asarray(self.loss_fn(out, target))
+        # eval() without a target is forward only (the schedule allows it): no loss then.
+        if self.is_last and self.loss_fn is not None and target is not None:
+            loss = self._loss(out, target)
         return out, loss, new_buffers, new_key
+
+    def _loss(self, out, target):
+        if isinstance(target, _LossInputs):  # torch's loss_fn(output, target, **loss_kwargs)
+            kwargs = _unwrap_static(target.loss_kwargs)
+            return jnp.asarray(self.loss_fn(out, target.target, **kwargs))
+        return jnp.asarray(self.loss_fn(out, target))
 
     def _cotangent(self, grads_out: Any) -> Any:
         # The last stage differentiates its scalar loss; the others get their output
@@ -173,14 +235,18 @@ class StagePrograms:
         return _add(acc, self._splits[key].run_weight(w_inputs, bridge))
 
     # -- public calls ------------------------------------------------------------------------
-    def forward(self, train, frozen, buffers, key, args, kwargs, target):
+    def forward(self, train, frozen, buffers, key, args, kwargs, target, loss_kwargs=None):
         """-> (output, loss or None, vjp residuals, new buffers, new key)."""
+        args, kwargs = _wrap_static((args, kwargs))
+        target = _loss_inputs(target, loss_kwargs)
         leaves = jax.tree_util.tree_leaves(args)
         diff_mask = tuple(not self.is_first and _is_float(x) for x in leaves)
         return self._forward(train, frozen, buffers, key, args, (kwargs, target), diff_mask)
 
-    def forward_eval(self, train, frozen, buffers, key, args, kwargs, target):
+    def forward_eval(self, train, frozen, buffers, key, args, kwargs, target, loss_kwargs=None):
         """-> (output, loss or None, new buffers, new key); no residuals are kept."""
+        args, kwargs = _wrap_static((args, kwargs))
+        target = _loss_inputs(target, loss_kwargs)
         return self._forward_eval(train, frozen, buffers, key, args, (kwargs, target))
 
     def backward(self, vjp, grads_out, acc):
@@ -191,9 +257,12 @@ class StagePrograms:
         """I: -> (input grads, state for :meth:`backward_weight`)."""
         res_leaves, tree = jax.tree_util.tree_flatten(vjp)
         cot = self._cotangent(grads_out)
-        key = (tree, tuple((x.shape, x.dtype) for x in res_leaves),
-               jax.tree_util.tree_structure(cot),
-               tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves(cot)))
+        key = (
+            tree,
+            tuple((x.shape, x.dtype) for x in res_leaves),
+            jax.tree_util.tree_structure(cot),
+            tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves(cot)),
+        )
         if key not in self._splits:
             self._splits[key] = self._make_split(tree, res_leaves, cot)
         g_inputs, w_inputs, bridge = self._backward_input(res_leaves, grads_out, key)
@@ -217,8 +286,11 @@ class StagePrograms:
     # -- diagnostics -------------------------------------------------------------------------
     def cost(self, which: str, *args: Any) -> float:
         """XLA's flop estimate of a program for the given arguments (for tests/benchmarks)."""
-        fn = {"B": self._backward_impl, "I": self._backward_input_impl,
-              "W": self._backward_weight_impl}[which]
+        fn = {
+            "B": self._backward_impl,
+            "I": self._backward_input_impl,
+            "W": self._backward_weight_impl,
+        }[which]
         static = {"I": (2,), "W": (3,)}.get(which, ())
         analysis = jax.jit(fn, static_argnums=static).lower(*args).compile().cost_analysis()
         if isinstance(analysis, list):

@@ -125,6 +125,9 @@ def split_target(target: Any, chunks: int) -> list[Any]:
 def merge_chunks(chunks: list[Any], chunk_spec: Any = None) -> Any:
     """Concatenate per-microbatch outputs (dim 0, or each leaf's TensorChunkSpec dim).
 
+    A leaf whose spec is None, and a non-array leaf, is not concatenated: the first
+    microbatch's value is returned (torch's rule).
+
     Example:
         >>> import jax.numpy as jnp
         >>> merge_chunks([jnp.ones((2, 3)), jnp.zeros((2, 3))]).shape
@@ -134,10 +137,14 @@ def merge_chunks(chunks: list[Any], chunk_spec: Any = None) -> Any:
         raise ValueError("merge_chunks: no microbatch outputs to merge")
     first_leaves, tree = jax.tree_util.tree_flatten(chunks[0])
     per_chunk = [jax.tree_util.tree_leaves(c) for c in chunks]
+    # None entries of the spec are leaves too (torch's tree_flatten keeps them), so a spec
+    # such as ``(TensorChunkSpec(1), None)`` lines up with the outputs it describes.
     spec_leaves = (
-        jax.tree_util.tree_leaves(chunk_spec, is_leaf=lambda x: isinstance(x, TensorChunkSpec))
+        jax.tree_util.tree_leaves(
+            chunk_spec, is_leaf=lambda x: x is None or isinstance(x, TensorChunkSpec)
+        )
         if chunk_spec is not None
-        else [None] * len(first_leaves)
+        else [TensorChunkSpec(0)] * len(first_leaves)
     )
     if len(spec_leaves) != len(first_leaves):
         raise ValueError(
@@ -145,9 +152,8 @@ def merge_chunks(chunks: list[Any], chunk_spec: Any = None) -> Any:
         )
     merged = []
     for i, (x, spec) in enumerate(zip(first_leaves, spec_leaves, strict=True)):
-        if _is_array(x) and jnp.ndim(x) > 0:
-            dim = spec.split_dim if isinstance(spec, TensorChunkSpec) else 0
-            merged.append(jnp.concatenate([c[i] for c in per_chunk], axis=dim))
-        else:
+        if isinstance(spec, TensorChunkSpec) and _is_array(x) and jnp.ndim(x) > 0:
+            merged.append(jnp.concatenate([c[i] for c in per_chunk], axis=spec.split_dim))
+        else:  # as torch: an output without a TensorChunkSpec is the first microbatch's value
             merged.append(x)
     return tree.unflatten(merged)

@@ -54,6 +54,7 @@ class _PipelineSchedule:
     """Shared constructor arguments, validation, ``step`` and ``eval``."""
 
     _name: ClassVar[str] = ""
+    _forward_only: ClassVar[bool] = False  # the table has no backward actions
 
     def __init__(
         self,
@@ -115,7 +116,11 @@ class _PipelineSchedule:
 
     def _set_order(self, order: PipelineOrder) -> None:
         self.stage_to_rank = _validate_schedule(
-            order, self.pp_size, self._num_stages, self._n_microbatches
+            order,
+            self.pp_size,
+            self._num_stages,
+            self._n_microbatches,
+            forward_only=self._forward_only,
         )
         self.pipeline_order: PipelineOrder = {r: list(a) for r, a in order.items()}
         self._eval_order = self._forward_only_from(order)
@@ -156,6 +161,7 @@ class _PipelineSchedule:
         target: Any = None,
         losses: list | None = None,
         return_outputs: bool = True,
+        loss_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
         """One training step over ``n_microbatches`` microbatches (torch's ``step``).
@@ -166,12 +172,16 @@ class _PipelineSchedule:
             losses: on the last stage's rank, a list cleared and filled with each
                 microbatch's loss.
             return_outputs: whether the last stage's rank returns the merged output.
+            loss_kwargs: extra keyword arguments of ``loss_fn`` (the same for every
+                microbatch): ``loss_fn(output, target, **loss_kwargs)``.
             **kwargs: keyword inputs of stage 0, split like ``args``.
 
         Returns:
             The merged output of the last stage on its rank, else None.
         """
-        return self._run(args, kwargs, target, losses, return_outputs, train=self._has_backward)
+        return self._run(
+            args, kwargs, target, losses, return_outputs, self._has_backward, loss_kwargs
+        )
 
     def eval(
         self, *args: Any, target: Any = None, losses: list | None = None, **kwargs: Any
@@ -179,7 +189,9 @@ class _PipelineSchedule:
         """Forward only (losses still computed when a target is given); no gradients."""
         return self._run(args, kwargs, target, losses, True, train=False)
 
-    def _run(self, args, kwargs, target, losses, return_outputs, train: bool) -> Any:
+    def _run(
+        self, args, kwargs, target, losses, return_outputs, train: bool, loss_kwargs=None
+    ) -> Any:
         n = self._n_microbatches
         holds_first = 0 in self._stages
         holds_last = self._num_stages - 1 in self._stages
@@ -189,20 +201,23 @@ class _PipelineSchedule:
             )
         else:
             args_mb, kwargs_mb = [()] * n, [{}] * n
-        if holds_last and self._loss_fn is not None and target is None and (
-            train or losses is not None
+        if (
+            holds_last
+            and self._loss_fn is not None
+            and target is None
+            and (train or losses is not None)
         ):
             raise ValueError(
-                    f"rank {self.rank} holds the last stage and the schedule has a loss_fn: pass "
-                    "target= to step() on this rank"
-                )
+                f"rank {self.rank} holds the last stage and the schedule has a loss_fn: pass "
+                "target= to step() on this rank"
+            )
         target_mb = split_target(target, n) if holds_last else [None] * n
         if losses is not None and not isinstance(losses, list):
             raise TypeError(f"losses must be a list, got {type(losses).__name__}")
         for stage in self._stages.values():
             stage._begin_step()
         actions = self.pipeline_order[self.rank] if train else self._eval_order[self.rank]
-        self._runner.run(actions, args_mb, kwargs_mb, target_mb, train)
+        self._runner.run(actions, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
         if train:
             scale = 1.0 / n if self.scale_grads else None
             for stage in self._stages.values():
@@ -298,6 +313,19 @@ class _ScheduleForwardOnly(PipelineScheduleSingle):
     """Forward passes only (mirrors torch's ``_ScheduleForwardOnly``)."""
 
     _name = "ForwardOnly"
+    _forward_only = True
+
+    def _run(
+        self, args, kwargs, target, losses, return_outputs, train: bool, loss_kwargs=None
+    ) -> Any:
+        # As in torch: no loss and no backward, even if a loss_fn was given (a training
+        # forward would keep residuals that no backward ever frees).
+        if target is not None or losses is not None:
+            raise RuntimeError(
+                "_ScheduleForwardOnly does not compute losses: call step() without target= "
+                "and losses=, or use a training schedule (e.g. ScheduleGPipe) or its eval()"
+            )
+        return super()._run(args, kwargs, None, None, return_outputs, train=False)
 
 
 class ScheduleInterleaved1F1B(PipelineScheduleMulti):

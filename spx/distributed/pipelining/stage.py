@@ -124,11 +124,13 @@ class PipelineStage:
 
     # -- set-up by the schedule --------------------------------------------------------------
     def _attach(self, loss_fn: Any) -> None:
+        # Only the last stage's programs involve the loss: the other stages keep theirs (and
+        # what they compiled) when another schedule reuses them with a different loss_fn.
+        loss_fn = loss_fn if self.is_last else None
         if self._programs is None or self._loss_fn is not loss_fn:
             self._loss_fn = loss_fn
             self._programs = StagePrograms(
-                self.submod, self.is_first, self.is_last, loss_fn if self.is_last else None,
-                recompute=self.recompute,
+                self.submod, self.is_first, self.is_last, loss_fn, recompute=self.recompute
             )
 
     def _reset_step(self) -> None:
@@ -149,6 +151,9 @@ class PipelineStage:
             if getattr(data, "committed", True) is False or self.device not in data.devices():
                 p.data = jax.device_put(data, self.device)
         self._train, self._frozen = programs.read_params()
+        # Commit the RNG key to this device: the forward returns a committed key, and a fresh
+        # (uncommitted) one on the first microbatch would make jit compile the forward twice.
+        spx_random.set_key(jax.device_put(spx_random.get_key(), self.device))
 
     # -- checks ------------------------------------------------------------------------------
     def _check_inputs(self, args: tuple, mb: int) -> None:
@@ -181,7 +186,13 @@ class PipelineStage:
         return jax.device_put(tree, self.device)
 
     def forward_one_chunk(
-        self, mb: int, args: tuple, kwargs: dict, target: Any, train: bool
+        self,
+        mb: int,
+        args: tuple,
+        kwargs: dict,
+        target: Any,
+        train: bool,
+        loss_kwargs: dict[str, Any] | None = None,
     ) -> Any:
         """F of microbatch ``mb``; returns the output to hand to the next stage."""
         self._check_inputs(args, mb)
@@ -190,14 +201,14 @@ class PipelineStage:
         key = spx_random.get_key()
         if train:
             out, loss, vjp, new_buffers, new_key = programs.forward(
-                self._train, self._frozen, buffers, key, args, kwargs, target
+                self._train, self._frozen, buffers, key, args, kwargs, target, loss_kwargs
             )
             self._residuals[mb] = vjp
             self._stored_now += 1
             self.peak_stored = max(self.peak_stored, self._stored_now)
         else:
             out, loss, new_buffers, new_key = programs.forward_eval(
-                self._train, self._frozen, buffers, key, args, kwargs, target
+                self._train, self._frozen, buffers, key, args, kwargs, target, loss_kwargs
             )
         programs.write_buffers(new_buffers)
         spx_random.set_key(new_key)
@@ -221,7 +232,7 @@ class PipelineStage:
         """B of microbatch ``mb``; returns the gradients for the previous stage."""
         vjp = self._take_residuals(mb, "backward")
         self._stored_now -= 1
-        g_inputs, self._acc = self._programs.backward(vjp, grads_out, self._acc)
+        g_inputs, self._acc = self._programs.backward(vjp, grads_out, self._accumulators())
         return g_inputs
 
     def backward_input_one_chunk(self, mb: int, grads_out: Any) -> Any:
@@ -241,7 +252,15 @@ class PipelineStage:
                 "backward-input. The schedule's action order is invalid for this stage."
             ) from None
         self._stored_now -= 1
-        self._acc = self._programs.backward_weight(saved, self._acc)
+        self._acc = self._programs.backward_weight(saved, self._accumulators())
+
+    def _accumulators(self) -> list[jax.Array]:
+        # Start the step's accumulators at zeros rather than None, so the B and W programs see
+        # one argument structure and compile once (not once for the first microbatch and again
+        # for the rest). Adding zero to the first gradient is exact.
+        if self._acc is None:
+            self._acc = [jnp.zeros_like(v) for v in self._train]
+        return self._acc
 
     def _finish_step(self, scale: float | None) -> None:
         """Add the step's accumulated gradients into ``param.grad`` (scaled by ``scale``)."""

@@ -1,0 +1,240 @@
+"""``PipelineStage``: heterogeneous stages, pytree hand-overs, validation, rank failures.
+
+Pipelines of stages that differ in class, width and dtype, that hand tuples and dicts to each
+other and carry a value past a stage, equal the same modules chained on one device. Bad input
+(an out-of-range stage index, a stage on the wrong rank, shapes that change between steps)
+raises a clear error; a rank whose forward raises makes ``spawn`` fail fast, naming it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+from spx.distributed.pipelining import PipelineStage, get_schedule_class
+from spx.distributed.spawn import ProcessRaisedException
+from tests.distributed.pipelining._harness import (
+    assert_tree_close,
+    batch,
+    block,
+    by_rank,
+    in_group,
+    mse,
+    placement,
+    reference,
+    run_ranks,
+)
+
+
+# -- a heterogeneous pipeline: 16 -> 32 -> 32 -> 8 -> 8 ---------------------------------------
+class Fan(nn.Module):
+    """Stage 0: widens to 32 and also returns a narrow projection that skips stage 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wide = nn.Linear(16, 32)
+        self.side = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return jnp.tanh(self.wide(x)), self.side(x)  # a tuple: stage 1's two arguments
+
+
+class Middle(nn.Module):
+    """Stage 1, in ``dtype``: transforms ``h`` and passes ``skip`` through untouched."""
+
+    def __init__(self, dtype: Any) -> None:
+        super().__init__()
+        self.lin = nn.Linear(32, 32).to(dtype)
+        self.dtype = dtype
+
+    def forward(self, h, skip):
+        return {"h": jnp.tanh(self.lin(h.astype(self.dtype))), "skip": skip}
+
+
+class Merge(nn.Module):
+    """Stage 2: takes the dict and uses both the transformed and the skipped value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(32)
+        self.proj = nn.Linear(32, 8)
+
+    def forward(self, d):
+        return self.proj(self.norm(d["h"].astype(jnp.float32))) * d["skip"]
+
+
+def hetero_module(index: int, dtype: Any) -> nn.Module:
+    spx.manual_seed(200 + index)
+    if index == 0:
+        return Fan()
+    if index == 1:
+        return Middle(dtype)
+    if index == 2:
+        return Merge()
+    return nn.Sequential(nn.GELU(), nn.Linear(8, 8))
+
+
+def _hetero_rank(
+    rank: int, out: dict, name: str, modules: dict, stage_to_rank: dict, x: Any, t: Any, n_mb: int
+) -> None:
+    mine = by_rank(stage_to_rank)[rank]
+    stages = [PipelineStage(modules[s], s, 4, spx.device("cpu")) for s in mine]
+    cls = get_schedule_class(name)
+    schedule = cls(stages[0] if len(stages) == 1 else stages, n_mb, loss_fn=mse)
+    losses: list = []
+    last = any(s.is_last for s in stages)
+    res = schedule.step(
+        *((x,) if 0 in mine else ()), **({"target": t, "losses": losses} if last else {})
+    )
+    out[rank] = {
+        "output": None if res is None else np.asarray(res),
+        "losses": [float(v) for v in losses],
+        "grads": {
+            s.stage_index: [np.asarray(p.grad, np.float32) for p in s.submod.parameters()]
+            for s in stages
+        },
+        "dtypes": {
+            s.stage_index: {str(p.grad.dtype) for p in s.submod.parameters()} for s in stages
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "pp", "dtype"),
+    [
+        ("InterleavedZeroBubble", 2, jnp.float32),
+        ("InterleavedZeroBubble", 2, jnp.bfloat16),
+        ("1F1B", 4, jnp.float32),
+    ],
+    ids=["zb-f32", "zb-bf16", "1f1b-f32"],
+)
+def test_heterogeneous_stages_with_pytrees_and_a_skip(name, pp, dtype):
+    n_mb = 4
+    x, t = batch(8, 16, 8, seed=11)
+    # Modules are built here, not in the rank threads: initializing them there would compile
+    # the initializers once per rank device, for nothing.
+    modules = {s: hetero_module(s, dtype) for s in range(4)}
+    results = run_ranks(
+        in_group(_hetero_rank), pp, name, modules, placement(name, pp, 4), x, t, n_mb
+    )
+    # The reference runs the same modules, so it makes the same bf16 casts; bf16 rounding can
+    # still differ with how XLA fuses the ops (per microbatch or full batch, jit or eager),
+    # hence a tolerance of two bf16 steps (2^-7) instead of float32's.
+    ref = reference([hetero_module(s, dtype) for s in range(4)], x, t, mse, n_mb)
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == jnp.float32 else {"rtol": 2**-7, "atol": 2**-8}
+    last = next(r for r in results.values() if r["output"] is not None)
+    assert_tree_close(last["output"], ref["output"], "output", **tol)
+    np.testing.assert_allclose(last["losses"], ref["losses"], **tol)
+    grads = {s: g for r in results.values() for s, g in r["grads"].items()}
+    for s in range(4):
+        assert_tree_close(grads[s], ref["grads"][s], f"stage {s} grads", **tol)
+    # Every gradient keeps its parameter's dtype: bf16 on the bf16 stage, f32 elsewhere.
+    dtypes = {s: d for r in results.values() for s, d in r["dtypes"].items()}
+    want = jnp.dtype(dtype).name
+    assert dtypes == {0: {"float32"}, 1: {want}, 2: {"float32"}, 3: {"float32"}}
+
+
+# -- validation ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("index", "n"), [(2, 2), (5, 4), (-1, 4)])
+def test_stage_index_out_of_range_raises(index, n):
+    with pytest.raises(ValueError, match=f"Stage index {index} is out of range of {n}"):
+        PipelineStage(nn.Linear(4, 4), index, n, "cpu")
+
+
+def _wrong_rank(rank: int, out: dict, name: str, wrong: list[int], modules: list) -> None:
+    stages = [PipelineStage(modules[s], s, len(modules), spx.device("cpu")) for s in wrong[rank]]
+    cls = get_schedule_class(name)
+    with pytest.raises(ValueError, match="places stage") as err:
+        cls(stages[0] if len(stages) == 1 else stages, 4, loss_fn=mse)
+    out[rank] = str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "n_stages"),
+    [
+        ("1F1B", [[1], [0]], 2),  # swapped
+        ("ZBVZeroBubble", [[0, 2], [1, 3]], 4),  # looped placement where V is expected
+        ("Interleaved1F1B", [[0, 1], [2, 3]], 4),  # contiguous where looped is expected
+    ],
+)
+def test_stage_on_the_wrong_rank_raises(name, wrong, n_stages):
+    modules = [nn.Linear(4, 4) for _ in range(n_stages)]
+    out = run_ranks(in_group(_wrong_rank), 2, name, wrong, modules)
+    # The message names what this rank should hold under the schedule's placement.
+    want = by_rank(placement(name, 2, n_stages))
+    for rank in range(2):
+        assert f"expects rank r to hold stages {want[rank]}" in out[rank]
+
+
+def test_shapes_changing_between_steps_raise_naming_both():
+    stage = PipelineStage(nn.Linear(4, 4), 0, 1, "cpu")
+    schedule = get_schedule_class("1F1B")(stage, 2, loss_fn=mse)
+    schedule.step(jnp.ones((4, 4)), target=jnp.ones((4, 4)))
+    with pytest.raises(ValueError, match=r"\(4, 4\).*\(2, 4\)"):
+        schedule.step(jnp.ones((8, 4)), target=jnp.ones((8, 4)))
+    # Shapes given up front are checked from the first step on.
+    fixed = PipelineStage(
+        nn.Linear(4, 4), 0, 1, "cpu", input_args=jax.ShapeDtypeStruct((2, 4), jnp.float32)
+    )
+    schedule = get_schedule_class("GPipe")(fixed, 2, loss_fn=mse)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(2, 4\).*input_args"):
+        schedule.step(jnp.ones((6, 4)), target=jnp.ones((6, 4)))
+
+
+# -- a failing rank --------------------------------------------------------------------------
+class Boom(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        raise RuntimeError("boom in the forward of stage 1")
+
+
+def _failing_rank(rank: int, out: dict, modules: list) -> None:
+    stage = PipelineStage(modules[rank], rank, 2, spx.device("cpu"))
+    schedule = get_schedule_class("1F1B")(stage, 2, loss_fn=mse)
+    if rank == 0:
+        schedule.step(jnp.ones((4, 4)))  # waits for gradients that never come
+    else:
+        schedule.step(target=jnp.ones((4, 4)))
+
+
+def test_exception_in_one_rank_fails_spawn_naming_it():
+    start = time.monotonic()
+    with pytest.raises(ProcessRaisedException) as err:
+        run_ranks(in_group(_failing_rank), 2, [nn.Linear(4, 4), Boom()], timeout=60)
+    elapsed = time.monotonic() - start
+    assert err.value.error_index == 1
+    assert "Process 1" in str(err.value) and "boom in the forward of stage 1" in str(err.value)
+    # Rank 0 is blocked in a receive; the failure must wake it, not a timeout.
+    assert elapsed < 15, f"spawn took {elapsed:.1f} s to report the failure"
+
+
+# -- compilation ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["1F1B", "InterleavedZeroBubble"])
+def test_each_program_compiles_once(name):
+    """Two steps of several microbatches trace each of a stage's programs once: the first
+    microbatch must not differ from the others in what jit sees (a fresh RNG key, gradient
+    accumulators that do not exist yet), nor the first step from the second."""
+    n_stages = 1 if name == "1F1B" else 2
+    stages = [PipelineStage(block(s), s, n_stages, "cpu") for s in range(n_stages)]
+    schedule = get_schedule_class(name)(stages[0] if n_stages == 1 else stages, 4, loss_fn=mse)
+    x, t = batch(8)
+    for _ in range(2):
+        schedule.step(x, target=t)
+    kinds = (
+        ["_forward", "_backward"]
+        if name == "1F1B"
+        else ["_forward", "_backward_input", "_backward_weight"]
+    )
+    for stage in stages:
+        for kind in kinds:
+            assert getattr(stage._programs, kind)._cache_size() == 1, (stage.stage_index, kind)
