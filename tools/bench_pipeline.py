@@ -151,14 +151,7 @@ class HandLoop:
         self.diff_mask = {
             s: tuple(s != 0 for _ in jax.tree_util.tree_leaves(x_mb[0])) for s in self.stages
         }
-        # The static key of each stage's I/W split (the runtime derives it per call).
-        self.split_key = {}
-        for s, p in self.programs.items():
-            if len(p._splits) == 1:
-                self.split_key[s] = next(iter(p._splits))
         self.losses: list[Any] = [None] * self.n
-        # One dispatch scales all of a stage's gradients (the runtime does 2 per parameter).
-        self.scale_all = jax.jit(lambda gs, s: [g * s.astype(g.dtype) for g in gs])
 
     def step(self) -> None:
         rank, last, be, s2r = self.rank, self.last, self.backend, self.stage_to_rank
@@ -167,13 +160,16 @@ class HandLoop:
         buffers = {s: p.read_buffers() for s, p in programs.items()}
         res: dict[int, list[Any]] = {s: [None] * self.n for s in programs}
         saved: dict[int, list[Any]] = {s: [None] * self.n for s in programs}
-        # Accumulators start at None: the first B/W of a step runs the programs' no-add variant
-        # (compiled once, in the warm-up) instead of adding into per-step eager zeros.
-        acc: dict[int, Any] = dict.fromkeys(programs)
+        # The same work as the runtime: committed zero accumulators, then the same programs.
+        acc = {
+            s: jax.device_put(p.zeros_like(params[s][0]), self.stages[s].device)
+            for s, p in programs.items()
+        }
         local: dict[tuple, Any] = {}
-        key = spx_random.get_key()
+        key = jax.device_put(spx_random.get_key(), next(iter(self.stages.values())).device)
         for s, kind, mb in self.actions:
             p = programs[s]
+            train, frozen = params[s]
             if kind is FORWARD:
                 if s == 0:
                     args = self.x_mb[mb]
@@ -181,12 +177,11 @@ class HandLoop:
                     t = ("F", s, mb)
                     v = local.pop(t) if t in local else be.recv_tree(s2r[s - 1], t)
                     args = v if isinstance(v, tuple) else (v,)
-                train, frozen = params[s]
-                out, loss, vjp, _, key = p._forward(
+                out, loss, r, _, key = p._forward(
                     train, frozen, buffers[s], key, args,
                     ({}, self.y_mb[mb] if s == last else None), self.diff_mask[s],
                 )
-                res[s][mb] = vjp
+                res[s][mb] = (r, jax.tree_util.tree_leaves(args) if r.layout[2] else None)
                 if s == last:
                     self.losses[mb] = loss
                 else:
@@ -197,21 +192,22 @@ class HandLoop:
                         be.send_tree(out, s2r[s + 1], t)
                 continue
             if kind is BACKWARD_WEIGHT:
-                w_inputs, bridge = saved[s][mb]
-                acc[s] = p._backward_weight(w_inputs, bridge, acc[s], self.split_key[s])
+                r, inputs, g, bridge = saved[s][mb]
+                acc[s] = p._backward_weight(
+                    r, train, frozen, inputs, buffers[s], g, bridge, acc[s]
+                )
                 continue
             if s == last:
                 g = None
             else:
                 t = ("B", s, mb)
                 g = local.pop(t) if t in local else be.recv_tree(s2r[s + 1], t)
+            r, inputs = res[s][mb]
             if kind is FULL_BACKWARD:
-                g_in, acc[s] = p._backward(res[s][mb], g, acc[s])
+                g_in, acc[s] = p._backward(r, train, frozen, inputs, buffers[s], g, acc[s])
             else:
-                g_in, w_inputs, bridge = p._backward_input(
-                    jax.tree_util.tree_leaves(res[s][mb]), g, self.split_key[s]
-                )
-                saved[s][mb] = (w_inputs, bridge)
+                g_in, bridge = p._backward_input(r, train, frozen, inputs, buffers[s], g)
+                saved[s][mb] = (r, inputs, g, bridge)
             res[s][mb] = None
             if s != 0:
                 t = ("B", s - 1, mb)
@@ -220,10 +216,8 @@ class HandLoop:
                 else:
                     be.send_tree(g_in, s2r[s - 1], t)
         spx_random.set_key(key)
-        scale = np.float32(self.scale)
         for s, p in programs.items():
-            for param, g in zip(p.train_params, self.scale_all(acc[s], scale), strict=True):
-                param.grad = g
+            p.finish(p.train_params, acc[s], self.scale)
 
 
 # -- one rank ----------------------------------------------------------------------------------
@@ -307,37 +301,16 @@ def _dispatch_us(fn: Callable[[], Any], repeat: int = 50) -> float:
 
 
 def line_costs(schedule: Any, x: jax.Array, y: jax.Array) -> list[tuple[str, str, float]]:
-    """Per-call cost of the runtime's bookkeeping lines, re-run in isolation in this thread.
-
-    Each row re-executes the quoted runtime expression (or calls the runtime method) on this
-    run's real values; the ``lean`` rows are what the same job costs done more cheaply, and the
-    ``floor`` row is the compiled forward's own dispatch for scale. Pure-Python rows are timed
-    back to back; rows that dispatch device work are timed one call at a time with the queue
-    drained in between (back to back they would measure the device's throughput). Only
-    meaningful on the one-rank configuration (nothing else competes for the interpreter).
-    """
-    from spx.distributed.pipelining import _programs as programs_mod
-    from spx.distributed.pipelining._programs import _is_float
+    """Per-call cost of the runtime's bookkeeping lines, each run on its own (rank 0)."""
     from spx.distributed.pipelining.stage import _meta
 
     stage = next(iter(schedule._stages.values()))
     programs = stage._programs
     n = schedule._n_microbatches
     args = split_args_kwargs_into_chunks((x,), {}, n)[0][0]
-    train, frozen = programs.read_params()
-    buffers = programs.read_buffers()
-    key = spx_random.get_key()
-    mask = tuple(False for _ in jax.tree_util.tree_leaves(args))
-    tgt = split_target(y, n)[0]
-    out, _, vjp, _, _ = programs._forward(train, frozen, buffers, key, args, ({}, tgt), mask)
-    stage._seen_in = stage._seen_out = None
-    stage._check_inputs(args, 0)
-    stage._check_output(out, 0)
-    grads = [jnp.ones_like(t) for t in train]
-    scale = 1.0 / n
-    scale_all = jax.jit(lambda gs, s: [g * s.astype(g.dtype) for g in gs])
-    split_jit = jax.jit(lambda a: jnp.split(a, n, axis=0))
-    cot = jnp.ones((), jnp.float32)
+    stage._begin_step()
+    out = stage.forward_one_chunk(0, args, {}, split_target(y, n)[0] if stage.is_last else None,
+                                  train=False)
 
     def state_rw() -> None:
         b = programs.read_buffers()
@@ -345,71 +318,21 @@ def line_costs(schedule: Any, x: jax.Array, y: jax.Array) -> list[tuple[str, str
         programs.write_buffers(b)
         spx_random.set_key(k)
 
-    def i_key() -> Any:
-        res_leaves, tree = jax.tree_util.tree_flatten(vjp)
-        return (tree, tuple((x.shape, x.dtype) for x in res_leaves),
-                jax.tree_util.tree_structure(cot),
-                tuple((jnp.shape(x), jnp.result_type(x))
-                      for x in jax.tree_util.tree_leaves(cot)))
-
-    def lean_meta(tree: Any) -> tuple:
-        leaves, treedef = jax.tree_util.tree_flatten(tree)
-        return treedef, tuple((x.shape, x.dtype) for x in leaves)
-
-    def finish_as_now() -> list[jax.Array]:
-        return [g * jnp.asarray(scale, g.dtype) for g in grads]
-
-    zeros_all = jax.jit(lambda ts: [jnp.zeros_like(t) for t in ts])
-
-    def zero_acc() -> Any:
-        stage._acc = None
-        return stage._accumulators()
-
-    optional = []  # lines that exist only in some versions of the runtime
-    if hasattr(programs_mod, "_wrap_static"):
-        optional.append(("_programs.py forward", "_wrap_static((args, kwargs))",
-                         _per_call_us(lambda: programs_mod._wrap_static((args, {})))))
-    if hasattr(stage, "_accumulators"):
-        optional += [
-            ("stage.py _accumulators", f"[jnp.zeros_like(v) ...], x{len(train)} params, "
-             "once a step", _dispatch_us(zero_acc)),
-            ("  lean", "one jitted zeros (or start from None)",
-             _dispatch_us(lambda: zeros_all(train))),
-        ]
     rows = [
         ("stage.py forward_one_chunk", "self._check_inputs(args, mb)",
          _per_call_us(lambda: stage._check_inputs(args, 0))),
         ("stage.py forward_one_chunk", "self._check_output(out, mb)",
          _per_call_us(lambda: stage._check_output(out, 0))),
         ("stage.py _meta (inside both)", "_meta(args)", _per_call_us(lambda: _meta(args))),
-        ("  lean", "treedef + (x.shape, x.dtype) per leaf",
-         _per_call_us(lambda: lean_meta(args))),
         ("stage.py forward_one_chunk", "read_buffers/get_key/write_buffers/set_key",
          _per_call_us(state_rw)),
-        ("_programs.py forward", "diff_mask = tuple(... _is_float(x) for leaves)",
-         _per_call_us(lambda: tuple(not programs.is_first and _is_float(v)
-                                    for v in jax.tree_util.tree_leaves(args)))),
-        ("_programs.py backward_input", "key = (tree, shapes of residuals, cot ...)",
-         _per_call_us(i_key)),
-        ("_programs.py backward_input", "cot = self._cotangent(None) (last stage)",
-         _dispatch_us(lambda: programs._cotangent(None))),
-        *optional,
-        ("stage.py _finish_step", f"g * jnp.asarray(scale, g.dtype), x{len(grads)} params",
-         _dispatch_us(finish_as_now)),
-        ("  lean", f"one jitted scale over the {len(grads)} grads",
-         _dispatch_us(lambda: scale_all(grads, np.float32(scale)))),
-        ("stage.py _begin_step", "placement check, read_params (+ key put)",
+        ("stage.py _begin_step", "placement check, read_params",
          _per_call_us(stage._begin_step, number=50)),
+        ("stage.py _accumulators", "one jitted zeros + device_put, once a step",
+         _dispatch_us(lambda: (setattr(stage, "_acc", None), stage._accumulators()))),
         ("schedules.py _run", "split_args_kwargs_into_chunks((x,), {}, n)",
          _dispatch_us(lambda: split_args_kwargs_into_chunks((x,), {}, n))),
-        ("schedules.py _run", "split_target(y, n)",
-         _dispatch_us(lambda: split_target(y, n))),
-        ("  lean", "one jitted jnp.split", _dispatch_us(lambda: split_jit(x))),
-        ("floor", "programs._forward(...) dispatch, queue empty",
-         _dispatch_us(lambda: programs._forward(train, frozen, buffers, key, args,
-                                                ({}, tgt), mask))),
     ]
-    jax.block_until_ready(grads)
     stage._reset_step()
     stage._begin_step()
     return rows

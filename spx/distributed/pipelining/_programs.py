@@ -45,6 +45,65 @@ def _add(acc: list[jax.Array] | None, grads: list[jax.Array]) -> list[jax.Array]
     return list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
 
 
+def _finish_grads(grads: list[Any], acc: list[jax.Array], scale: Any) -> list[jax.Array]:
+    out = []
+    for g, a in zip(grads, acc, strict=True):
+        a = a * jnp.asarray(scale, a.dtype)
+        out.append(a if g is None else g + a)
+    return out
+
+
+class _Residuals:
+    """What a forward keeps for its backward, minus the arrays the backward gets anyway.
+
+    ``jax.vjp``'s residuals include the forward's own inputs (weights, stage inputs). A jitted
+    program that returned those would copy them for every microbatch, so the forward returns
+    only the *internal* residuals; the layout (the vjp's tree and where each leaf comes from)
+    rides in the pytree aux data, and the backward programs re-insert the live inputs.
+    """
+
+    __slots__ = ("internal", "layout")
+
+    def __init__(self, internal: list[Any], layout: tuple) -> None:
+        self.internal = internal
+        self.layout = layout  # (vjp treedef, ((source, index), ...), needs_inputs)
+
+    def full(self, sources: tuple[list[Any], ...]) -> list[Any]:
+        """The vjp's leaves: internal residuals plus the referenced inputs."""
+        return [
+            self.internal[i] if src < 0 else sources[src][i] for src, i in self.layout[1]
+        ]
+
+    def vjp(self, sources: tuple[list[Any], ...]) -> Any:
+        return self.layout[0].unflatten(self.full(sources))
+
+
+jax.tree_util.register_pytree_node(
+    _Residuals, lambda r: (r.internal, r.layout), lambda layout, xs: _Residuals(list(xs), layout)
+)
+
+
+def _split_residuals(vjp: Any, sources: tuple[list[Any], ...]) -> _Residuals:
+    """Trace time: separate the vjp's leaves that are inputs (by tracer identity)."""
+    leaves, tree = jax.tree_util.tree_flatten(vjp)
+    where = {id(x): (src, i) for src, xs in enumerate(sources) for i, x in enumerate(xs)}
+    internal, spec = [], []
+    for leaf in leaves:
+        hit = where.get(id(leaf))
+        if hit is None:
+            # A value can be a residual of several ops (tanh's output feeds the next matmul):
+            # keep it once, or jit would return one copy per occurrence.
+            hit = where[id(leaf)] = (-1, len(internal))
+            internal.append(leaf)
+        spec.append(hit)
+    needs_inputs = any(src == _ARGS for src, _ in spec)
+    return _Residuals(internal, (tree, tuple(spec), needs_inputs))
+
+
+# Indices of the input lists a residual may refer to (the ``sources`` tuple).
+_TRAIN, _FROZEN, _ARGS, _BUFFERS = 0, 1, 2, 3
+
+
 @jax.tree_util.register_static
 class _Static:
     """A non-array input leaf (``flag=True``, ``mode="causal"``), carried in the jit's static
@@ -137,19 +196,21 @@ class StagePrograms:
         self.train_params = [params[i] for i in self.train_index]
         self._forward = jax.jit(self._forward_impl, static_argnums=(6,))
         self._forward_eval = jax.jit(self._forward_eval_impl)
-        self._backward = jax.jit(self._backward_impl, donate_argnums=(2,))
-        self._backward_input = jax.jit(self._backward_input_impl, static_argnums=(2,))
-        self._backward_weight = jax.jit(
-            self._backward_weight_impl, static_argnums=(3,), donate_argnums=(2,)
-        )
+        self._backward = jax.jit(self._backward_impl, donate_argnums=(6,))
+        self._backward_input = jax.jit(self._backward_input_impl)
+        self._backward_weight = jax.jit(self._backward_weight_impl, donate_argnums=(7,))
+        self._zeros = jax.jit(lambda xs: [jnp.zeros_like(x) for x in xs])
+        self._finish = jax.jit(_finish_grads)
 
     # -- state -------------------------------------------------------------------------------
     def read_params(self) -> tuple[list[jax.Array], list[jax.Array]]:
-        """Live (trainable, frozen) parameter values."""
+        """Live (trainable, frozen) parameter values, also kept for this step's backwards."""
         params = self.binding.params
-        return [params[i].data for i in self.train_index], [
-            params[i].data for i in self.frozen_index
-        ]
+        self._live = (
+            [params[i].data for i in self.train_index],
+            [params[i].data for i in self.frozen_index],
+        )
+        return self._live
 
     def read_buffers(self) -> list[jax.Array]:
         return [d[n] for d, n in self.binding.buffer_slots]
@@ -196,7 +257,8 @@ class StagePrograms:
             f = jax.checkpoint(f)
         primal, vjp, (out, new_buffers, new_key) = jax.vjp(f, train, diff, has_aux=True)
         loss = primal if self.is_last and self.loss_fn is not None else None
-        return out, loss, vjp, new_buffers, new_key
+        res = _split_residuals(vjp, (train, frozen, leaves, buffers))
+        return out, loss, res, new_buffers, new_key
 
     def _forward_eval_impl(self, train, frozen, buffers, key, args, kwargs_and_target):
         kwargs, target = kwargs_and_target
@@ -220,19 +282,47 @@ class StagePrograms:
             return jnp.ones((), jnp.float32) if grads_out is None else grads_out
         return list(grads_out)
 
-    def _backward_impl(self, vjp, grads_out, acc):
+    def _backward_impl(self, res, train, frozen, inputs, buffers, grads_out, acc):
+        vjp = res.vjp((train, frozen, inputs, buffers))
         g_train, g_inputs = vjp(self._cotangent(grads_out))
         return g_inputs, _add(acc, g_train)
 
-    def _backward_input_impl(self, res_leaves, grads_out, key):
-        split = self._splits[key]
-        cot = jax.tree_util.tree_leaves(self._cotangent(grads_out))
-        g_inputs, bridge = split.run_input(*res_leaves, *cot)
-        w_inputs = [[*res_leaves, *cot][i] for i in split.weight_input_index]
-        return g_inputs, w_inputs, bridge
+    def _split_for(self, res: _Residuals, full: list[Any], cot: list[Any]) -> BackwardSplit:
+        # Built while tracing I (and found again while tracing W): no per-call Python work.
+        key = (res.layout, tuple((x.shape, x.dtype) for x in (*full, *cot)))
+        split = self._splits.get(key)
+        if split is None:
+            tree = res.layout[0]
+            cot_tree = jax.tree_util.tree_structure(self._cotangent_template(cot))
 
-    def _backward_weight_impl(self, w_inputs, bridge, acc, key):
-        return _add(acc, self._splits[key].run_weight(w_inputs, bridge))
+            def backward(leaves, cot_leaves):
+                g_train, g_inputs = tree.unflatten(leaves)(cot_tree.unflatten(cot_leaves))
+                return [*g_train, *g_inputs]
+
+            specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in full]
+            cot_specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in cot]
+            closed = jax.make_jaxpr(backward)(specs, cot_specs)
+            split = self._splits[key] = split_backward(closed, len(self.train_index))
+        return split
+
+    def _cotangent_template(self, cot_leaves: list[Any]) -> Any:
+        if self.is_last and self.loss_fn is not None:
+            return cot_leaves[0]
+        return list(cot_leaves)
+
+    def _backward_input_impl(self, res, train, frozen, inputs, buffers, grads_out):
+        full = res.full((train, frozen, inputs, buffers))
+        cot = jax.tree_util.tree_leaves(self._cotangent(grads_out))
+        g_inputs, bridge = self._split_for(res, full, cot).run_input(*full, *cot)
+        return g_inputs, bridge
+
+    def _backward_weight_impl(self, res, train, frozen, inputs, buffers, grads_out, bridge, acc):
+        full = res.full((train, frozen, inputs, buffers))
+        cot = jax.tree_util.tree_leaves(self._cotangent(grads_out))
+        split = self._split_for(res, full, cot)
+        everything = [*full, *cot]
+        w_inputs = [everything[i] for i in split.weight_input_index]
+        return _add(acc, split.run_weight(w_inputs, bridge))
 
     # -- public calls ------------------------------------------------------------------------
     def forward(self, train, frozen, buffers, key, args, kwargs, target, loss_kwargs=None):
@@ -249,50 +339,51 @@ class StagePrograms:
         target = _loss_inputs(target, loss_kwargs)
         return self._forward_eval(train, frozen, buffers, key, args, (kwargs, target))
 
-    def backward(self, vjp, grads_out, acc):
-        """Full backward: -> (input grads (list, one per float input leaf), new accumulators)."""
-        return self._backward(vjp, grads_out, acc)
+    def backward(self, saved, grads_out, acc):
+        """B: -> (input grads (list, one per float input leaf), new accumulators).
 
-    def backward_input(self, vjp, grads_out):
-        """I: -> (input grads, state for :meth:`backward_weight`)."""
-        res_leaves, tree = jax.tree_util.tree_flatten(vjp)
-        cot = self._cotangent(grads_out)
-        key = (
-            tree,
-            tuple((x.shape, x.dtype) for x in res_leaves),
-            jax.tree_util.tree_structure(cot),
-            tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves(cot)),
+        ``saved`` is ``(residuals, inputs, buffers)`` from the forward.
+        """
+        res, inputs, buffers = saved
+        return self._backward(res, self._live[0], self._live[1], inputs, buffers, grads_out, acc)
+
+    def backward_input(self, saved, grads_out):
+        """I: -> (input grads, bridge values for :meth:`backward_weight`)."""
+        res, inputs, buffers = saved
+        return self._backward_input(
+            res, self._live[0], self._live[1], inputs, buffers, grads_out
         )
-        if key not in self._splits:
-            self._splits[key] = self._make_split(tree, res_leaves, cot)
-        g_inputs, w_inputs, bridge = self._backward_input(res_leaves, grads_out, key)
-        return g_inputs, (w_inputs, bridge, key)
 
-    def backward_weight(self, saved, acc):
+    def backward_weight(self, saved, grads_out, bridge, acc):
         """W: -> new accumulators."""
-        w_inputs, bridge, key = saved
-        return self._backward_weight(w_inputs, bridge, acc, key)
+        res, inputs, buffers = saved
+        return self._backward_weight(
+            res, self._live[0], self._live[1], inputs, buffers, grads_out, bridge, acc
+        )
 
-    def _make_split(self, tree, res_leaves, cot) -> BackwardSplit:
-        cot_leaves, cot_tree = jax.tree_util.tree_flatten(cot)
+    def zeros_like(self, values: list[jax.Array]) -> list[jax.Array]:
+        """Zeros shaped like ``values``, in one dispatch."""
+        return self._zeros(values)
 
-        def full(res, cot_leaves):
-            g_train, g_inputs = tree.unflatten(res)(cot_tree.unflatten(cot_leaves))
-            return [*g_train, *g_inputs]
-
-        closed = jax.make_jaxpr(full)(res_leaves, cot_leaves)
-        return split_backward(closed, len(self.train_index))
+    def finish(self, params: list[Any], acc: list[jax.Array], scale: float | None) -> None:
+        """``p.grad += scale * acc`` for every trainable parameter, in one dispatch."""
+        new = self._finish([p.grad for p in params], acc, 1.0 if scale is None else scale)
+        for p, g in zip(params, new, strict=True):
+            p.grad = g
 
     # -- diagnostics -------------------------------------------------------------------------
     def cost(self, which: str, *args: Any) -> float:
-        """XLA's flop estimate of a program for the given arguments (for tests/benchmarks)."""
+        """XLA's flop estimate of the B, I or W program for the given arguments.
+
+        The arguments are those of ``_backward_impl``, ``_backward_input_impl`` or
+        ``_backward_weight_impl``; for tests and benchmarks.
+        """
         fn = {
             "B": self._backward_impl,
             "I": self._backward_input_impl,
             "W": self._backward_weight_impl,
         }[which]
-        static = {"I": (2,), "W": (3,)}.get(which, ())
-        analysis = jax.jit(fn, static_argnums=static).lower(*args).compile().cost_analysis()
+        analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
         if isinstance(analysis, list):
             analysis = analysis[0]
         return float(analysis.get("flops", 0.0))

@@ -8,6 +8,7 @@ front: every microbatch then has one shape, so each stage compiles once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,12 @@ class TensorChunkSpec:
         return {k: TensorChunkSpec(v) for k, v in chunk_dims.items()}
 
 
+@functools.cache
+def _splitter(n: int, dim: int):
+    # One dispatch per array and step, instead of eager jnp.split's one per chunk.
+    return jax.jit(lambda a: jnp.split(a, n, axis=dim))
+
+
 class _Replicate:
     """Marker: pass the value to every microbatch unchanged."""
 
@@ -60,7 +67,7 @@ def _split_value(value: Any, spec: Any, n: int, where: str) -> list[Any]:
             f"n_microbatches={n} equal microbatches. Use a batch size that is a multiple of "
             f"{n} (e.g. {size - size % n or n}) or change n_microbatches."
         )
-    return list(jnp.split(jnp.asarray(value), n, axis=dim))
+    return list(_splitter(n, dim % value.ndim)(value))
 
 
 def split_args_kwargs_into_chunks(

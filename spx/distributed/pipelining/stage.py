@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from spx import random as spx_random
 from spx.device import device as resolve_device
@@ -24,7 +23,9 @@ from spx.nn.module import Module
 
 def _meta(tree: Any) -> tuple:
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return treedef, tuple((tuple(jnp.shape(x)), jnp.result_type(x)) for x in leaves)
+    return treedef, tuple(
+        (x.shape, x.dtype) if hasattr(x, "dtype") else ((), type(x).__name__) for x in leaves
+    )
 
 
 def _describe(meta: tuple) -> str:
@@ -97,6 +98,7 @@ class PipelineStage:
         self.stage_index = stage_index
         self.num_stages = num_stages
         self.device = resolve_device(device)
+        self._devices = {self.device}
         self.is_first = stage_index == 0
         self.is_last = stage_index == num_stages - 1
         self.recompute = bool(recompute)
@@ -141,6 +143,7 @@ class PipelineStage:
         self.losses: dict[int, jax.Array] = {}
         self._stored_now = 0
         self.peak_stored = 0
+        self._key_out: Any = None  # the key this stage's last forward returned
 
     def _begin_step(self) -> None:
         """Read live parameters (placing strays on the stage's device) for this step."""
@@ -151,9 +154,6 @@ class PipelineStage:
             if getattr(data, "committed", True) is False or self.device not in data.devices():
                 p.data = jax.device_put(data, self.device)
         self._train, self._frozen = programs.read_params()
-        # Commit the RNG key to this device: the forward returns a committed key, and a fresh
-        # (uncommitted) one on the first microbatch would make jit compile the forward twice.
-        spx_random.set_key(jax.device_put(spx_random.get_key(), self.device))
 
     # -- checks ------------------------------------------------------------------------------
     def _check_inputs(self, args: tuple, mb: int) -> None:
@@ -199,11 +199,16 @@ class PipelineStage:
         programs = self._programs
         buffers = programs.read_buffers()
         key = spx_random.get_key()
+        if key is not self._key_out and not (key.committed and key.devices() == self._devices):
+            # A fresh key, or one another stage of this rank left on another device.
+            key = jax.device_put(key, self.device)
         if train:
-            out, loss, vjp, new_buffers, new_key = programs.forward(
+            out, loss, res, new_buffers, new_key = programs.forward(
                 self._train, self._frozen, buffers, key, args, kwargs, target, loss_kwargs
             )
-            self._residuals[mb] = vjp
+            # The backward needs the stage inputs only if the vjp refers to them.
+            inputs = jax.tree_util.tree_leaves(args) if res.layout[2] else None
+            self._residuals[mb] = (res, inputs, buffers)
             self._stored_now += 1
             self.peak_stored = max(self.peak_stored, self._stored_now)
         else:
@@ -212,6 +217,7 @@ class PipelineStage:
             )
         programs.write_buffers(new_buffers)
         spx_random.set_key(new_key)
+        self._key_out = new_key
         self._check_output(out, mb)
         if self.is_last:
             self.outputs[mb] = out
@@ -230,36 +236,39 @@ class PipelineStage:
 
     def backward_one_chunk(self, mb: int, grads_out: Any) -> Any:
         """B of microbatch ``mb``; returns the gradients for the previous stage."""
-        vjp = self._take_residuals(mb, "backward")
+        saved = self._take_residuals(mb, "backward")
         self._stored_now -= 1
-        g_inputs, self._acc = self._programs.backward(vjp, grads_out, self._accumulators())
+        g_inputs, self._acc = self._programs.backward(saved, grads_out, self._accumulators())
         return g_inputs
 
     def backward_input_one_chunk(self, mb: int, grads_out: Any) -> Any:
         """I of microbatch ``mb``: input gradients now, weight gradients left for W."""
-        vjp = self._take_residuals(mb, "backward-input")
-        g_inputs, saved = self._programs.backward_input(vjp, grads_out)
-        self._saved_w[mb] = saved
+        saved = self._take_residuals(mb, "backward-input")
+        g_inputs, bridge = self._programs.backward_input(saved, grads_out)
+        self._saved_w[mb] = (saved, grads_out, bridge)
         return g_inputs
 
     def backward_weight_one_chunk(self, mb: int) -> None:
         """W of microbatch ``mb``: add its weight gradients to the accumulators."""
         try:
-            saved = self._saved_w.pop(mb)
+            saved, grads_out, bridge = self._saved_w.pop(mb)
         except KeyError:
             raise RuntimeError(
                 f"Stage {self.stage_index}: backward-weight of microbatch {mb} ran before its "
                 "backward-input. The schedule's action order is invalid for this stage."
             ) from None
         self._stored_now -= 1
-        self._acc = self._programs.backward_weight(saved, self._accumulators())
+        self._acc = self._programs.backward_weight(
+            saved, grads_out, bridge, self._accumulators()
+        )
 
     def _accumulators(self) -> list[jax.Array]:
         # Start the step's accumulators at zeros rather than None, so the B and W programs see
         # one argument structure and compile once (not once for the first microbatch and again
         # for the rest). Adding zero to the first gradient is exact.
         if self._acc is None:
-            self._acc = [jnp.zeros_like(v) for v in self._train]
+            # Committed like the accumulators the programs return, or jit sees a new signature.
+            self._acc = jax.device_put(self._programs.zeros_like(self._train), self.device)
         return self._acc
 
     def _finish_step(self, scale: float | None) -> None:
@@ -272,10 +281,7 @@ class PipelineStage:
             )
         if self._acc is None:
             return
-        for p, g in zip(self._programs.train_params, self._acc, strict=True):
-            if scale is not None:
-                g = g * jnp.asarray(scale, g.dtype)
-            p.grad = g if p.grad is None else p.grad + g
+        self._programs.finish(self._programs.train_params, self._acc, scale)
         self._acc = None
 
 
