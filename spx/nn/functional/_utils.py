@@ -1,0 +1,97 @@
+"""Private helpers shared by the ``spx.nn.functional`` modules.
+
+Argument normalization (``int | tuple`` → tuple, torch's legacy ``size_average``/``reduce``),
+loss reductions and dropout-key resolution live here once, so every public function validates
+its arguments the same way and says the same thing when they are wrong.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx import random as spx_random
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def ntuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
+    """``value`` as an ``n``-tuple of ints (torch's ``_pair``/``_triple``), validated.
+
+    Raises:
+        ValueError: a sequence of the wrong length or a non-integer entry.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        items = tuple(value)
+        if len(items) == 1:
+            items = items * n
+        if len(items) == n and all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            return items
+    raise ValueError(f"{name} must be an int or a sequence of {n} ints, got {value!r}")
+
+
+def check_reduction(reduction: str, allowed: Sequence[str] = REDUCTIONS) -> str:
+    """Validate a ``reduction`` string (torch raises ValueError with this wording)."""
+    if reduction not in allowed:
+        raise ValueError(
+            f"{reduction!r} is not a valid value for reduction; expected one of {tuple(allowed)}"
+        )
+    return reduction
+
+
+def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """Resolve torch's deprecated ``size_average``/``reduce`` pair into a reduction string.
+
+    Mirrors ``torch.nn._reduction.legacy_get_string``: when either legacy flag is given it wins
+    over ``reduction`` and a deprecation warning is emitted.
+    """
+    if size_average is None and reduce is None:
+        return check_reduction(reduction)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return ret
+
+
+def reduce_loss(loss: jax.Array, reduction: str) -> jax.Array:
+    """Apply an already-validated ``reduction`` to an elementwise loss."""
+    if reduction == "mean":
+        return jnp.mean(loss)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss
+
+
+def resolve_key(key: Any) -> jax.Array:
+    """The key to draw a random mask from: ``key`` if given, else the rank's next key.
+
+    Accepts new-style typed keys (``jax.random.key``) and raw ``uint32[2]`` keys
+    (``jax.random.PRNGKey``); anything else (e.g. a ``torch.Generator``) is a TypeError.
+    """
+    if key is None:
+        return spx_random.next_key()
+    if isinstance(key, jax.Array) and (
+        jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        or (key.dtype == jnp.uint32 and key.shape[-1:] == (2,))
+    ):
+        return key
+    raise TypeError(
+        f"key must be a jax PRNG key (jax.random.key(n) or jax.random.PRNGKey(n)), got "
+        f"{type(key).__name__}; omit it to draw from spx.manual_seed's generator"
+    )
+
+
+def is_concrete(x: jax.Array) -> bool:
+    """Whether ``x`` holds known values (not a tracer inside ``jit``/``grad``/``vmap``)."""
+    return not isinstance(x, jax.core.Tracer)
