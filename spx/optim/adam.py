@@ -3,8 +3,9 @@
 The moments come from optax's ``update_moment`` helpers and L2 decay from
 ``add_decayed_weights``; the update is torch's formula
 ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`` with the bias corrections taken
-from the traced step (the program never changes as the step count grows) and computed for the
-whole group as one vector. AMSGrad keeps torch's running maximum of the *raw* second moment,
+from the traced step (the program never changes as the step count grows): one scalar for a group
+whose parameters always stepped together (the usual case, tracked by ``Optimizer``), else one
+vector for the group. AMSGrad keeps torch's running maximum of the *raw* second moment,
 bias-corrected afterwards (``optax.scale_by_amsgrad`` takes the maximum of the corrected one).
 """
 
@@ -140,10 +141,18 @@ class Adam(Optimizer):
             grads = optax.add_decayed_weights(wd).update(grads, optax.EmptyState(), params)[0]
         # Bias corrections for the whole group as one vector: per-parameter scalar arithmetic
         # would become dozens of tiny XLA kernels, each costing more than its math.
-        steps = jnp.stack([jnp.asarray(s["step"], jnp.float32) for s in states]) + 1
-        bias_correction1 = 1 - beta1**steps
-        bias_correction2_sqrt = jnp.sqrt(1 - beta2**steps)
-        step_sizes = lr / bias_correction1
+        if hparams.get("_lockstep"):
+            # Every parameter of the group has the same step count (Optimizer tracks this):
+            # one scalar bias correction, which XLA fuses into each parameter's update.
+            step = jnp.asarray(states[0]["step"], jnp.float32) + 1
+            steps = [step] * len(states)
+            bias_correction1 = [1 - beta1**step] * len(states)
+            bias_correction2_sqrt = [jnp.sqrt(1 - beta2**step)] * len(states)
+        else:
+            steps = jnp.stack([jnp.asarray(s["step"], jnp.float32) for s in states]) + 1
+            bias_correction1 = 1 - beta1**steps
+            bias_correction2_sqrt = jnp.sqrt(1 - beta2**steps)
+        step_sizes = [lr / bc for bc in bias_correction1]
         exp_avgs = optax.tree.update_moment(grads, [s["exp_avg"] for s in states], beta1, 1)
         exp_avg_sqs = optax.tree.update_moment_per_elem_norm(
             grads, [s["exp_avg_sq"] for s in states], beta2, 2

@@ -94,6 +94,9 @@ class Optimizer:
         for group in groups:
             self.add_param_group(group)
         self._compiled: dict[Any, Callable] = {}
+        # id(group) -> whether all the group's parameters were initialized in one step and
+        # stepped together ever since, so their per-parameter ``step`` counts are equal.
+        self._lockstep: dict[int, bool] = {}
         # Last switches computed from concrete hyperparameters, per group (see _switches).
         self._switch_cache: dict[int, tuple] = {}
 
@@ -214,7 +217,11 @@ class Optimizer:
                 dynamic[key] = value
             else:
                 static.append((key, _hashable(value)))
-        return tuple(sorted(static, key=lambda kv: kv[0])) + self._switches(group), dynamic
+        lockstep = (("_lockstep", self._lockstep.get(id(group), False)),)
+        return (
+            tuple(sorted(static, key=lambda kv: kv[0])) + self._switches(group) + lockstep,
+            dynamic,
+        )
 
     def _group_fn(self, static: tuple) -> Callable:
         fn = self._compiled.get(static)
@@ -238,6 +245,7 @@ class Optimizer:
             active = [p for p in group["params"] if p.grad is not None]
             if not active:
                 continue
+            self._track_lockstep(group, active)
             states = []
             for p in active:
                 state = self.state.get(p)
@@ -264,6 +272,18 @@ class Optimizer:
                 p.data = value
                 self.state[p] = state
         return loss
+
+    def _track_lockstep(self, group: dict[str, Any], active: list[Parameter]) -> None:
+        # Decided from Python facts only (which grads exist, which states exist), so it holds
+        # for traced steps too. Once a partial step breaks it, it stays broken.
+        everyone = len(active) == len(group["params"])
+        fresh = all(self.state.get(p) is None for p in active)
+        before = self._lockstep.get(id(group))
+        now = everyone and (fresh or bool(before))
+        if now != before:
+            # The flag is part of the update's static key: compiled plans must re-key.
+            self._lockstep[id(group)] = now
+            _structure.bump()
 
     # -- serialization -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -326,6 +346,11 @@ class Optimizer:
             for k, v in saved.items():
                 if k != "params":
                     group[k] = copy.deepcopy(v)
+        for group in self.param_groups:
+            steps = [self.state.get(p, {}).get("step") for p in group["params"]]
+            self._lockstep[id(group)] = all(v is not None for v in steps) and all(
+                np.asarray(v) == np.asarray(steps[0]) for v in steps
+            )
         _structure.bump()
 
     def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:

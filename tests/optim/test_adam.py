@@ -2,6 +2,7 @@
 max_exp_avg_sq, L2 and decoupled decay, AMSGrad, maximize, groups, state_dict, validation."""
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import spx
@@ -76,3 +77,30 @@ def test_invalid_hyperparameters_raise_like_torch(kwargs, match):
 def test_non_parameter_params_raise_type_error():
     with pytest.raises(TypeError, match=r"spx\.nn\.Parameter"):
         spx.optim.Adam([{"params": [jnp.zeros(2)]}])
+
+
+def test_partial_steps_keep_per_parameter_step_counts_like_torch():
+    """A parameter without a grad skips a step; afterwards the group's steps differ and the
+    bias corrections must be per parameter (torch's semantics), eagerly and compiled."""
+    torch = pytest.importorskip("torch")
+    tw = [torch.nn.Parameter(torch.ones(3) * (i + 1)) for i in range(2)]
+    topt = torch.optim.Adam(tw, lr=0.1)
+    sw = [spx.nn.Parameter(jnp.ones(3) * (i + 1)) for i in range(2)]
+    sopt = spx.optim.Adam(sw, lr=0.1)
+
+    @spx.compile
+    def compiled_step(opt):
+        opt.step()
+
+    for i, active in enumerate([(0, 1), (0,), (0, 1), (0, 1)]):
+        for k in range(2):
+            tw[k].grad = torch.full((3,), 0.5 + k + i) if k in active else None
+            sw[k].grad = jnp.full((3,), 0.5 + k + i) if k in active else None
+        topt.step()
+        if i < 2:
+            sopt.step()
+        else:
+            compiled_step(sopt)
+    for t, s in zip(tw, sw, strict=True):
+        np.testing.assert_allclose(np.asarray(s.data), t.detach().numpy(), rtol=1e-6)
+    assert float(sopt.state[sw[1]]["step"]) == 3.0 and float(sopt.state[sw[0]]["step"]) == 4.0
