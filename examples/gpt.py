@@ -40,8 +40,9 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = jnp.split(self.c_attn(x), 3, axis=-1)
         # (B, T, C) -> (B, nh, T, hs)
-        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
-                   for t in (q, k, v))
+        q, k, v = (
+            t.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3) for t in (q, k, v)
+        )
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         y = y.transpose(0, 2, 1, 3).reshape(B, T, C)
         return self.resid_dropout(self.c_proj(y))

@@ -54,8 +54,10 @@ def log(rank: int, msg: str) -> None:
 def batches(cfg: GPTConfig, steps: int, batch_size: int) -> list[tuple[jax.Array, jax.Array]]:
     """The same fixed batches for both runs: consecutive slices of one generated corpus."""
     x, y = make_data(steps * batch_size, cfg, seed=SEED)
-    return [(x[i * batch_size:(i + 1) * batch_size], y[i * batch_size:(i + 1) * batch_size])
-            for i in range(steps)]
+    return [
+        (x[i * batch_size : (i + 1) * batch_size], y[i * batch_size : (i + 1) * batch_size])
+        for i in range(steps)
+    ]
 
 
 def make_optimizer(params: Sequence[nn.Parameter], lr: float) -> spx.optim.Optimizer:
@@ -66,7 +68,7 @@ def stage_module(model: GPT, stage: int, num_stages: int) -> nn.Module:
     """Stage ``stage``'s part of ``model``: its blocks, plus Embed in front of the first and
     Head behind the last (the modules themselves, so the weights are the seeded ones)."""
     per = model.cfg.n_layer // num_stages
-    parts: list[nn.Module] = list(model.blocks[stage * per:(stage + 1) * per])
+    parts: list[nn.Module] = list(model.blocks[stage * per : (stage + 1) * per])
     if stage == 0:
         parts.insert(0, model.embed)
     if stage == num_stages - 1:
@@ -95,8 +97,14 @@ def reference(cfg: GPTConfig, data: list[tuple[jax.Array, jax.Array]], lr: float
 
 
 # -- pipeline ----------------------------------------------------------------------------------
-def pipeline_rank(rank: int, cfg: GPTConfig, data: list[tuple[jax.Array, jax.Array]],
-                  lr: float, n_microbatches: int, out: dict) -> None:
+def pipeline_rank(
+    rank: int,
+    cfg: GPTConfig,
+    data: list[tuple[jax.Array, jax.Array]],
+    lr: float,
+    n_microbatches: int,
+    out: dict,
+) -> None:
     """One pipeline rank: build its stage from the seeded GPT, train, report the curve."""
     dist.init_process_group()
     world = dist.get_world_size()
@@ -152,31 +160,46 @@ def main(argv: Sequence[str] | None = None) -> tuple[list[float], list[float]]:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--n-embd", type=int, default=64, help="model width (a multiple of 4)")
     parser.add_argument("--block-size", type=int, default=32, help="sequence length")
-    parser.add_argument("--rtol", type=float, default=1e-4,
-                        help="largest allowed relative difference of the two loss curves")
+    parser.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-4,
+        help="largest allowed relative difference of the two loss curves",
+    )
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error(f"--steps must be >= 1, got {args.steps}")
     if args.batch_size % args.microbatches:
-        parser.error(f"--batch-size {args.batch_size} must be a multiple of --microbatches "
-                     f"{args.microbatches} (equal microbatches make their mean loss the batch's)")
+        parser.error(
+            f"--batch-size {args.batch_size} must be a multiple of --microbatches "
+            f"{args.microbatches} (equal microbatches make their mean loss the batch's)"
+        )
 
-    cfg = GPTConfig(vocab_size=64, block_size=args.block_size, n_layer=N_RANKS, n_head=4,
-                    n_embd=args.n_embd)
+    cfg = GPTConfig(
+        vocab_size=64, block_size=args.block_size, n_layer=N_RANKS, n_head=4, n_embd=args.n_embd
+    )
     data = batches(cfg, args.steps, args.batch_size)
-    log(0, f"GPT {cfg.n_layer} layers, n_embd {cfg.n_embd}; {args.steps} steps of batch "
-           f"{args.batch_size}; pipeline: {N_RANKS} ranks, Schedule1F1B, "
-           f"{args.microbatches} microbatches")
+    log(
+        0,
+        f"GPT {cfg.n_layer} layers, n_embd {cfg.n_embd}; {args.steps} steps of batch "
+        f"{args.batch_size}; pipeline: {N_RANKS} ranks, Schedule1F1B, "
+        f"{args.microbatches} microbatches",
+    )
     ref = reference(cfg, data, args.lr)
     out: dict = {}
     dist.spawn(pipeline_rank, (cfg, data, args.lr, args.microbatches, out), nprocs=N_RANKS)
     pipe = out["pipeline"]
     worst = compare(ref, pipe, args.rtol)
-    log(0, f"loss {ref[0]:.4f} -> {ref[-1]:.4f}; largest relative difference {worst:.2e} "
-           f"(tolerance {args.rtol:g})")
+    log(
+        0,
+        f"loss {ref[0]:.4f} -> {ref[-1]:.4f}; largest relative difference {worst:.2e} "
+        f"(tolerance {args.rtol:g})",
+    )
     if worst > args.rtol:
-        raise SystemExit(f"[rank0] the pipeline's loss curve differs from the single-device one "
-                         f"by {worst:.2e} relative (> {args.rtol:g})")
+        raise SystemExit(
+            f"[rank0] the pipeline's loss curve differs from the single-device one "
+            f"by {worst:.2e} relative (> {args.rtol:g})"
+        )
     log(0, "pipeline matches the single-device loss curve")
     return ref, pipe
 

@@ -18,9 +18,10 @@ from tqdm import tqdm
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import spx  # noqa: E402
-from gpt import GPT, GPTConfig, lm_loss, make_data  # noqa: E402
-from spx.data import DataLoader, TensorDataset  # noqa: E402
+from gpt import GPT, GPTConfig, lm_loss, make_data
+
+import spx
+from spx.data import DataLoader, TensorDataset
 
 
 def log(msg: str) -> None:
@@ -39,8 +40,9 @@ def main() -> None:
     cfg = GPTConfig(vocab_size=64, block_size=32, n_layer=2, n_head=4, n_embd=64)
     x, y = make_data(2048, cfg, seed=0)
     val_x, val_y = make_data(256, cfg, seed=1)
-    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True,
-                        drop_last=True, generator=0)
+    loader = DataLoader(
+        TensorDataset(x, y), batch_size=args.batch_size, shuffle=True, drop_last=True, generator=0
+    )
 
     model = GPT(cfg)
     n_params = sum(p.numel() for p in model.parameters())

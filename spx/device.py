@@ -21,7 +21,7 @@ from spx import _context
 
 @functools.cache
 def _accelerator_platform() -> str:
-    """"gpu" when an accelerator backend exists, else "cpu"."""
+    """ "gpu" when an accelerator backend exists, else "cpu"."""
     for platform in ("gpu", "tpu"):
         try:
             if jax.local_devices(backend=platform):

@@ -6,16 +6,16 @@
 
 import jax.numpy as jnp
 
-float32 = float = jnp.float32  # noqa: A001 - torch exports `float` too
+float32 = float = jnp.float32
 float16 = half = jnp.float16
 bfloat16 = jnp.bfloat16
 float64 = double = jnp.float64
 int8 = jnp.int8
 uint8 = jnp.uint8
 int16 = short = jnp.int16
-int32 = int = jnp.int32  # noqa: A001
+int32 = int = jnp.int32
 int64 = long = jnp.int64
-bool = jnp.bool_  # noqa: A001
+bool = jnp.bool_
 complex64 = jnp.complex64
 
 __all__ = [

@@ -26,6 +26,9 @@ def assert_params_match(torch_module, spx_module, rtol: float = 1e-5, atol: floa
     spx_params = dict(spx_module.named_parameters())
     for name, p in torch_module.named_parameters():
         np.testing.assert_allclose(
-            np.asarray(spx_params[name].data), p.detach().numpy(), rtol=rtol, atol=atol,
+            np.asarray(spx_params[name].data),
+            p.detach().numpy(),
+            rtol=rtol,
+            atol=atol,
             err_msg=name,
         )

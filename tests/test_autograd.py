@@ -92,7 +92,7 @@ def test_value_and_grad_is_module_shaped_and_matches_torch():
     t, s = _mlps()
     x, y = _data()
     ((t(torch.from_numpy(x)) - torch.from_numpy(y)) ** 2).mean().backward()
-    loss, g = spx.value_and_grad(lambda m, x: ((m(x) - y) ** 2).mean())(s, jnp.asarray(x))
+    _loss, g = spx.value_and_grad(lambda m, x: ((m(x) - y) ** 2).mean())(s, jnp.asarray(x))
     assert isinstance(g, nn.Sequential)
     for name, p in t.named_parameters():
         np.testing.assert_allclose(
@@ -114,7 +114,7 @@ def test_value_and_grad_argnums_tuple_and_has_aux():
         out = m(x)
         return out.sum(), out
 
-    (loss, out), (gm, gx) = spx.value_and_grad(f, argnums=(0, 1), has_aux=True)(s, jnp.asarray(x))
+    (_loss, out), (gm, gx) = spx.value_and_grad(f, argnums=(0, 1), has_aux=True)(s, jnp.asarray(x))
     assert out.shape == (5, 3) and gx.shape == x.shape
     # d sum(W2 tanh(W1 x + b1) + b2) / d b2 = batch size
     np.testing.assert_allclose(np.asarray(gm[2].bias.data), np.full(3, 5.0), rtol=1e-6)

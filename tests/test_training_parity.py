@@ -23,8 +23,10 @@ class SpxResMLPLM(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, D)
         self.blocks = nn.ModuleList(
-            [nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 2 * D), nn.GELU(), nn.Linear(2 * D, D))
-             for _ in range(2)]
+            [
+                nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 2 * D), nn.GELU(), nn.Linear(2 * D, D))
+                for _ in range(2)
+            ]
         )
         self.norm = nn.LayerNorm(D)
         self.head = nn.Linear(D, VOCAB)
@@ -42,8 +44,12 @@ class TorchResMLPLM(torch.nn.Module):
         tnn = torch.nn
         self.embed = tnn.Embedding(VOCAB, D)
         self.blocks = tnn.ModuleList(
-            [tnn.Sequential(tnn.LayerNorm(D), tnn.Linear(D, 2 * D), tnn.GELU(), tnn.Linear(2 * D, D))
-             for _ in range(2)]
+            [
+                tnn.Sequential(
+                    tnn.LayerNorm(D), tnn.Linear(D, 2 * D), tnn.GELU(), tnn.Linear(2 * D, D)
+                )
+                for _ in range(2)
+            ]
         )
         self.norm = tnn.LayerNorm(D)
         self.head = tnn.Linear(D, VOCAB)
@@ -71,8 +77,9 @@ def _torch_run():
     for x, y in _batches():
         opt.zero_grad()
         logits = model(torch.from_numpy(x).long())
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB),
-                                                 torch.from_numpy(y).long().reshape(-1))
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, VOCAB), torch.from_numpy(y).long().reshape(-1)
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         opt.step()

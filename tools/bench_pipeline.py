@@ -140,11 +140,14 @@ class HandLoop:
         self.stage_to_rank = schedule.stage_to_rank
         self.actions = [
             (a.stage_index, a.computation_type, a.microbatch_index)
-            for act in schedule.pipeline_order[self.rank] if act is not None
+            for act in schedule.pipeline_order[self.rank]
+            if act is not None
             for a in act.leaves()
         ]
-        if any(k not in (FORWARD, FULL_BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT)
-               for _, k, _ in self.actions):
+        if any(
+            k not in (FORWARD, FULL_BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT)
+            for _, k, _ in self.actions
+        ):
             raise ValueError("the hand loop runs compute-only tables (implicit transfers)")
         self.x_mb, self.y_mb = x_mb, y_mb
         self.programs = {s: st._programs for s, st in self.stages.items()}
@@ -178,8 +181,13 @@ class HandLoop:
                     v = local.pop(t) if t in local else be.recv_tree(s2r[s - 1], t)
                     args = v if isinstance(v, tuple) else (v,)
                 out, loss, r, _, key = p._forward(
-                    train, frozen, buffers[s], key, args,
-                    ({}, self.y_mb[mb] if s == last else None), self.diff_mask[s],
+                    train,
+                    frozen,
+                    buffers[s],
+                    key,
+                    args,
+                    ({}, self.y_mb[mb] if s == last else None),
+                    self.diff_mask[s],
                 )
                 res[s][mb] = (r, jax.tree_util.tree_leaves(args) if r.layout[2] else None)
                 if s == last:
@@ -193,9 +201,7 @@ class HandLoop:
                 continue
             if kind is BACKWARD_WEIGHT:
                 r, inputs, g, bridge = saved[s][mb]
-                acc[s] = p._backward_weight(
-                    r, train, frozen, inputs, buffers[s], g, bridge, acc[s]
-                )
+                acc[s] = p._backward_weight(r, train, frozen, inputs, buffers[s], g, bridge, acc[s])
                 continue
             if s == last:
                 g = None
@@ -266,8 +272,12 @@ def _instrument(schedule: Any) -> _Timer:
     timer.wrap(schedule._transport, "send", "    transport.send (send_tree)")
     timer.wrap(schedule._transport, "recv", "    transport.recv (recv_tree, incl. wait)")
     for st in schedule._stages.values():
-        for m in ("forward_one_chunk", "backward_one_chunk", "backward_input_one_chunk",
-                  "backward_weight_one_chunk"):
+        for m in (
+            "forward_one_chunk",
+            "backward_one_chunk",
+            "backward_input_one_chunk",
+            "backward_weight_one_chunk",
+        ):
             timer.wrap(st, m, f"    stage.{m}")
         for m in ("forward", "backward", "backward_input", "backward_weight"):
             timer.wrap(st._programs, m, f"      programs.{m} (wrapper)")
@@ -309,8 +319,9 @@ def line_costs(schedule: Any, x: jax.Array, y: jax.Array) -> list[tuple[str, str
     n = schedule._n_microbatches
     args = split_args_kwargs_into_chunks((x,), {}, n)[0][0]
     stage._begin_step()
-    out = stage.forward_one_chunk(0, args, {}, split_target(y, n)[0] if stage.is_last else None,
-                                  train=False)
+    out = stage.forward_one_chunk(
+        0, args, {}, split_target(y, n)[0] if stage.is_last else None, train=False
+    )
 
     def state_rw() -> None:
         b = programs.read_buffers()
@@ -319,19 +330,37 @@ def line_costs(schedule: Any, x: jax.Array, y: jax.Array) -> list[tuple[str, str
         spx_random.set_key(k)
 
     rows = [
-        ("stage.py forward_one_chunk", "self._check_inputs(args, mb)",
-         _per_call_us(lambda: stage._check_inputs(args, 0))),
-        ("stage.py forward_one_chunk", "self._check_output(out, mb)",
-         _per_call_us(lambda: stage._check_output(out, 0))),
+        (
+            "stage.py forward_one_chunk",
+            "self._check_inputs(args, mb)",
+            _per_call_us(lambda: stage._check_inputs(args, 0)),
+        ),
+        (
+            "stage.py forward_one_chunk",
+            "self._check_output(out, mb)",
+            _per_call_us(lambda: stage._check_output(out, 0)),
+        ),
         ("stage.py _meta (inside both)", "_meta(args)", _per_call_us(lambda: _meta(args))),
-        ("stage.py forward_one_chunk", "read_buffers/get_key/write_buffers/set_key",
-         _per_call_us(state_rw)),
-        ("stage.py _begin_step", "placement check, read_params",
-         _per_call_us(stage._begin_step, number=50)),
-        ("stage.py _accumulators", "one jitted zeros + device_put, once a step",
-         _dispatch_us(lambda: (setattr(stage, "_acc", None), stage._accumulators()))),
-        ("schedules.py _run", "split_args_kwargs_into_chunks((x,), {}, n)",
-         _dispatch_us(lambda: split_args_kwargs_into_chunks((x,), {}, n))),
+        (
+            "stage.py forward_one_chunk",
+            "read_buffers/get_key/write_buffers/set_key",
+            _per_call_us(state_rw),
+        ),
+        (
+            "stage.py _begin_step",
+            "placement check, read_params",
+            _per_call_us(stage._begin_step, number=50),
+        ),
+        (
+            "stage.py _accumulators",
+            "one jitted zeros + device_put, once a step",
+            _dispatch_us(lambda: (setattr(stage, "_acc", None), stage._accumulators())),
+        ),
+        (
+            "schedules.py _run",
+            "split_args_kwargs_into_chunks((x,), {}, n)",
+            _dispatch_us(lambda: split_args_kwargs_into_chunks((x,), {}, n)),
+        ),
     ]
     stage._reset_step()
     stage._begin_step()
@@ -349,8 +378,9 @@ def rank_main(rank: int, opts: Options, results: dict) -> None:
     for s in mine:
         spx.manual_seed(1000 + s)  # the same stage weights whatever the placement
         stages.append(PipelineStage(make_stage_module(opts.width, opts.layers), s, n_stages, dev))
-    schedule = cls(stages[0] if opts.stages_per_rank == 1 else stages, opts.n_microbatches,
-                   loss_fn=mse)
+    schedule = cls(
+        stages[0] if opts.stages_per_rank == 1 else stages, opts.n_microbatches, loss_fn=mse
+    )
     holds_first, holds_last = 0 in mine, n_stages - 1 in mine
     rng = np.random.default_rng(0)
     x = jax.device_put(rng.standard_normal((opts.batch, opts.width), np.float32), dev)
@@ -456,8 +486,12 @@ def run_config(opts: Options) -> dict[str, Any]:
     diff_us = (sched_ms - hand_ms) * 1e3
     cpu_diff_us = (statistics.median(cpu["schedule"]) - statistics.median(cpu["hand"])) * 1e6
     out = {
-        "schedule": opts.schedule, "ranks": opts.ranks, "stages": opts.ranks * opts.stages_per_rank,
-        "sched_ms": sched_ms, "hand_ms": hand_ms, "ratio": sched_ms / hand_ms,
+        "schedule": opts.schedule,
+        "ranks": opts.ranks,
+        "stages": opts.ranks * opts.stages_per_rank,
+        "sched_ms": sched_ms,
+        "hand_ms": hand_ms,
+        "ratio": sched_ms / hand_ms,
         "us_per_action_rank": diff_us / per_rank_actions,
         "us_per_action_all": diff_us / all_actions,
         "cpu_us_per_action": cpu_diff_us / all_actions,
@@ -472,14 +506,18 @@ def run_config(opts: Options) -> dict[str, Any]:
 
 
 def print_profile(row: dict[str, Any], steps: int) -> None:
-    print(f"\n[rank0] sections of {row['schedule']} step(): wall (perf_counter) and this "
-          "thread's CPU (thread_time), µs per call; nested labels are inside the one above")
+    print(
+        f"\n[rank0] sections of {row['schedule']} step(): wall (perf_counter) and this "
+        "thread's CPU (thread_time), µs per call; nested labels are inside the one above"
+    )
     for rank, (wall, cpu, count) in enumerate(row["timers"]):
         print(f"[rank0]   rank {rank}: {'':<46}{'wall/call':>10}{'cpu/call':>10}{'calls/step':>11}")
         for label in wall:
             n = max(count[label], 1)
-            print(f"[rank0]     {label:<52}{wall[label] / n * 1e6:>10.1f}"
-                  f"{cpu[label] / n * 1e6:>10.1f}{count[label] / steps:>11.0f}")
+            print(
+                f"[rank0]     {label:<52}{wall[label] / n * 1e6:>10.1f}"
+                f"{cpu[label] / n * 1e6:>10.1f}{count[label] / steps:>11.0f}"
+            )
     if row.get("lines"):
         print("[rank0] runtime lines re-run in isolation (one rank), µs per call, min of 7:")
         for where, what, us in row["lines"]:
@@ -493,28 +531,45 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--schedules", default=",".join(CONFIGS),
-                        help=f"comma-separated, from {sorted(CONFIGS)}")
+    parser.add_argument(
+        "--schedules", default=",".join(CONFIGS), help=f"comma-separated, from {sorted(CONFIGS)}"
+    )
     parser.add_argument("--microbatches", type=int, default=8)
     parser.add_argument("--batch", type=int, default=64, help="full batch (all microbatches)")
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--layers", type=int, default=3, help="Linear+Tanh pairs per stage")
-    parser.add_argument("--profile", action="store_true",
-                        help="also time the runtime's sections and cProfile rank 0")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also time the runtime's sections and cProfile rank 0",
+    )
     args = parser.parse_args()
 
     names = [s.strip().lower() for s in args.schedules.split(",") if s.strip()]
     unknown = [s for s in names if s not in CONFIGS]
     if unknown:
         parser.error(f"unknown schedule(s) {unknown}; choose from {sorted(CONFIGS)}")
-    log(0, f"load before: {os.getloadavg()[0]:.2f} (1-min avg), {os.cpu_count()} cores; "
-           f"stage = {args.layers} x Linear({args.width})+Tanh, batch {args.batch}, "
-           f"{args.microbatches} microbatches, {args.steps} steps after {args.warmup} warm-up")
+    log(
+        0,
+        f"load before: {os.getloadavg()[0]:.2f} (1-min avg), {os.cpu_count()} cores; "
+        f"stage = {args.layers} x Linear({args.width})+Tanh, batch {args.batch}, "
+        f"{args.microbatches} microbatches, {args.steps} steps after {args.warmup} warm-up",
+    )
     rows = []
     for name in names:
         schedule, ranks, per_rank = CONFIGS[name]
-        opts = Options(schedule, ranks, per_rank, args.microbatches, args.batch, args.width,
-                       args.layers, args.steps, args.warmup, args.profile)
+        opts = Options(
+            schedule,
+            ranks,
+            per_rank,
+            args.microbatches,
+            args.batch,
+            args.width,
+            args.layers,
+            args.steps,
+            args.warmup,
+            args.profile,
+        )
         row = run_config(opts)
         rows.append(row)
         log(0, f"{schedule}: schedule {row['sched_ms']:.2f} ms, hand {row['hand_ms']:.2f} ms")
@@ -523,19 +578,25 @@ def main() -> None:
     load = os.getloadavg()[0]
 
     print()
-    print(f"[rank0] {'schedule':<16}{'ranks':>6}{'stages':>7}{'actions':>10}"
-          f"{'step ms':>10}{'hand ms':>10}{'ratio':>8}{'µs/action':>11}{'(all ranks)':>13}"
-          f"{'cpu step/hand ms':>18}{'cpu µs/action':>15}")
+    print(
+        f"[rank0] {'schedule':<16}{'ranks':>6}{'stages':>7}{'actions':>10}"
+        f"{'step ms':>10}{'hand ms':>10}{'ratio':>8}{'µs/action':>11}{'(all ranks)':>13}"
+        f"{'cpu step/hand ms':>18}{'cpu µs/action':>15}"
+    )
     for r in rows:
         acts = f"{r['actions'][0]}/{r['actions'][1]}"
-        print(f"[rank0] {r['schedule']:<16}{r['ranks']:>6}{r['stages']:>7}{acts:>10}"
-              f"{r['sched_ms']:>10.2f}{r['hand_ms']:>10.2f}{r['ratio']:>8.2f}"
-              f"{r['us_per_action_rank']:>11.1f}{r['us_per_action_all']:>13.1f}"
-              f"{r['cpu_ms'][0]:>10.2f}/{r['cpu_ms'][1]:<7.2f}{r['cpu_us_per_action']:>15.1f}")
-    print(f"[rank0] load after: {load:.2f} (1-min avg). actions = per rank / all ranks; "
-          "µs/action = (step - hand) / actions of one rank, and / actions of all ranks; cpu = "
-          "thread CPU time summed over ranks. Targets: ratio <= "
-          f"{RATIO_TARGET}, overhead well under {OVERHEAD_TARGET_US:g} µs/action.")
+        print(
+            f"[rank0] {r['schedule']:<16}{r['ranks']:>6}{r['stages']:>7}{acts:>10}"
+            f"{r['sched_ms']:>10.2f}{r['hand_ms']:>10.2f}{r['ratio']:>8.2f}"
+            f"{r['us_per_action_rank']:>11.1f}{r['us_per_action_all']:>13.1f}"
+            f"{r['cpu_ms'][0]:>10.2f}/{r['cpu_ms'][1]:<7.2f}{r['cpu_us_per_action']:>15.1f}"
+        )
+    print(
+        f"[rank0] load after: {load:.2f} (1-min avg). actions = per rank / all ranks; "
+        "µs/action = (step - hand) / actions of one rank, and / actions of all ranks; cpu = "
+        "thread CPU time summed over ranks. Targets: ratio <= "
+        f"{RATIO_TARGET}, overhead well under {OVERHEAD_TARGET_US:g} µs/action."
+    )
 
 
 if __name__ == "__main__":

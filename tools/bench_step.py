@@ -29,8 +29,9 @@ import optax
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
-import spx  # noqa: E402
-from gpt import GPT, GPTConfig, lm_loss  # noqa: E402
+from gpt import GPT, GPTConfig, lm_loss
+
+import spx
 
 CONFIGS = {
     "tiny": (GPTConfig(vocab_size=256, block_size=32, n_layer=2, n_head=4, n_embd=64), 2),
@@ -92,8 +93,14 @@ def _init_raw(cfg: GPTConfig) -> dict[str, jax.Array]:
         "wte": jax.random.normal(next(keys), (cfg.vocab_size, d)),
         "wpe": jax.random.normal(next(keys), (cfg.block_size, d)),
         "blocks": [
-            {"ln_1": ln(), "c_attn": lin(d, 3 * d), "c_proj": lin(d, d), "ln_2": ln(),
-             "c_fc": lin(d, 4 * d), "mlp_proj": lin(4 * d, d)}
+            {
+                "ln_1": ln(),
+                "c_attn": lin(d, 3 * d),
+                "c_proj": lin(d, d),
+                "ln_2": ln(),
+                "c_fc": lin(d, 4 * d),
+                "mlp_proj": lin(4 * d, d),
+            }
             for _ in range(cfg.n_layer)
         ],
         "ln_f": ln(),
@@ -284,8 +291,12 @@ def main() -> None:
             continue
         steps = args.steps if name == "tiny" else max(20, args.steps // 4)
         raw = bench_raw(cfg, batch, steps)
-        results = {"raw JAX": raw, "spx": bench_spx(cfg, batch, steps),
-                   "flax.nnx": bench_nnx(cfg, batch, steps), "torch": bench_torch(cfg, batch, steps)}
+        results = {
+            "raw JAX": raw,
+            "spx": bench_spx(cfg, batch, steps),
+            "flax.nnx": bench_nnx(cfg, batch, steps),
+            "torch": bench_torch(cfg, batch, steps),
+        }
         for impl, ms in results.items():
             if ms is None:
                 print(f"{name:<8} {impl:<9} {'n/a':>9} {'(not installed)':>10}")

@@ -368,7 +368,6 @@ class ThreadBackend(Backend):
             ch.claimed += 1
         return _RecvWork(self, template, src, tag, ch, ticket)
 
-
     # --- pipeline transfers -------------------------------------------------------------------
     def send_tree(self, tree: Any, dst: int, tag: Any) -> None:
         # One device_put for the whole pytree, started by the sender so the copy overlaps the
@@ -395,8 +394,9 @@ class ThreadBackend(Backend):
                     f"pipeline recv on rank {self.ranks[self.rank]} from rank "
                     f"{self.ranks[src]} ({tag})",
                     self.timeout,
-                    lambda: [src] if self.ranks[src] in self._world.exited and ticket >= ch.sent
-                    else [],
+                    lambda: (
+                        [src] if self.ranks[src] in self._world.exited and ticket >= ch.sent else []
+                    ),
                 )
             return ch.msgs.pop(ticket)
 

@@ -20,6 +20,7 @@ See https://pytorch.org/docs/stable/nn.init.html
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -139,6 +140,43 @@ def _checked_shape(shape: Any, fn: str) -> tuple[int, ...]:
     return _shape_of(shape)
 
 
+# The sampling bodies are jitted with static shape/dtype and traced bounds: building a model
+# then costs one small compile per distinct parameter shape, not one per primitive and shape
+# (eager mode), and changing a bound or std does not recompile.
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _uniform_impl(key: Array, a: Array, b: Array, shape: tuple[int, ...], dtype: Any) -> Array:
+    return jax.random.uniform(key, shape, _draw_dtype(dtype), a, b).astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _normal_impl(key: Array, mean: Array, std: Array, shape: tuple[int, ...], dtype: Any) -> Array:
+    return (jax.random.normal(key, shape, _draw_dtype(dtype)) * std + mean).astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _trunc_normal_impl(
+    key: Array, mean: Array, std: Array, a: Array, b: Array, shape: tuple[int, ...], dtype: Any
+) -> Array:
+    lo, hi = (a - mean) / std, (b - mean) / std
+    z = jax.random.truncated_normal(key, lo, hi, shape, _draw_dtype(dtype))
+    # Clip like torch does, guarding against rounding just outside [a, b].
+    return jnp.clip(z * std + mean, a, b).astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _orthogonal_impl(key: Array, gain: Array, shape: tuple[int, ...], dtype: Any) -> Array:
+    rows = shape[0]
+    cols = math.prod(shape) // rows
+    flat = jax.random.normal(key, (rows, cols), _draw_dtype(dtype))
+    if rows < cols:
+        flat = flat.T
+    q, r = jnp.linalg.qr(flat)
+    q = q * jnp.sign(jnp.diagonal(r))
+    if rows < cols:
+        q = q.T
+    return (q * gain).reshape(shape).astype(dtype)
+
+
 def uniform(
     shape: Shape, a: float = 0.0, b: float = 1.0, *, dtype: Any = jnp.float32, generator: Any = None
 ) -> Array:
@@ -148,8 +186,7 @@ def uniform(
         >>> init.uniform((3, 4), -0.1, 0.1).shape  # (3, 4)
     """
     shape = _checked_shape(shape, "uniform")
-    x = jax.random.uniform(_key(generator), shape, _draw_dtype(dtype), a, b)
-    return x.astype(dtype)
+    return _uniform_impl(_key(generator), a, b, shape, jnp.dtype(dtype))
 
 
 def normal(
@@ -166,8 +203,7 @@ def normal(
         >>> init.normal((3, 4), std=0.02).shape  # (3, 4)
     """
     shape = _checked_shape(shape, "normal")
-    x = jax.random.normal(_key(generator), shape, _draw_dtype(dtype)) * std + mean
-    return x.astype(dtype)
+    return _normal_impl(_key(generator), mean, std, shape, jnp.dtype(dtype))
 
 
 def trunc_normal(
@@ -188,10 +224,7 @@ def trunc_normal(
     shape = _checked_shape(shape, "trunc_normal")
     if std <= 0 or a >= b:
         raise ValueError(f"trunc_normal: need std > 0 and a < b, got std={std}, a={a}, b={b}")
-    lo, hi = (a - mean) / std, (b - mean) / std
-    z = jax.random.truncated_normal(_key(generator), lo, hi, shape, _draw_dtype(dtype))
-    # Clip like torch does, guarding against rounding just outside [a, b].
-    return jnp.clip(z * std + mean, a, b).astype(dtype)
+    return _trunc_normal_impl(_key(generator), mean, std, a, b, shape, jnp.dtype(dtype))
 
 
 def xavier_uniform(
@@ -280,14 +313,7 @@ def orthogonal(
     cols = math.prod(shape) // rows if rows else 0
     if rows * cols == 0:
         return jnp.zeros(shape, dtype)
-    flat = jax.random.normal(_key(generator), (rows, cols), _draw_dtype(dtype))
-    if rows < cols:
-        flat = flat.T
-    q, r = jnp.linalg.qr(flat)
-    q = q * jnp.sign(jnp.diagonal(r))
-    if rows < cols:
-        q = q.T
-    return (q * gain).reshape(shape).astype(dtype)
+    return _orthogonal_impl(_key(generator), gain, shape, jnp.dtype(dtype))
 
 
 # -- in place -------------------------------------------------------------------------------
@@ -349,7 +375,11 @@ def uniform_(tensor: Any, a: float = 0.0, b: float = 1.0, generator: Any = None)
 
 
 def normal_(tensor: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
-    """Fill ``tensor`` from ``N(mean, std^2)`` in place (mirrors ``torch.nn.init.normal_``)."""
+    """Fill ``tensor`` from ``N(mean, std^2)`` in place (mirrors ``torch.nn.init.normal_``).
+
+    Example:
+        >>> init.normal_(spx.nn.Parameter(jnp.empty((10, 4))), std=0.02)  # Embedding-style
+    """
     return _fill(tensor, "normal", lambda s, d: normal(s, mean, std, dtype=d, generator=generator))
 
 
@@ -361,7 +391,13 @@ def trunc_normal_(
     b: float = 2.0,
     generator: Any = None,
 ) -> Any:
-    """Fill from ``N(mean, std^2)`` truncated to ``[a, b]`` (mirrors ``torch...trunc_normal_``)."""
+    """Fill from ``N(mean, std^2)`` truncated to ``[a, b]`` (mirrors ``torch...trunc_normal_``).
+
+    ``a`` and ``b`` are absolute bounds (not in units of ``std``), as in torch.
+
+    Example:
+        >>> init.trunc_normal_(spx.nn.Parameter(jnp.empty((4, 4))), std=0.02, a=-0.04, b=0.04)
+    """
     return _fill(
         tensor,
         "trunc_normal",
@@ -370,22 +406,38 @@ def trunc_normal_(
 
 
 def constant_(tensor: Any, val: float) -> Any:
-    """Fill ``tensor`` with ``val`` (mirrors ``torch.nn.init.constant_``)."""
+    """Fill ``tensor`` with ``val`` (mirrors ``torch.nn.init.constant_``).
+
+    Example:
+        >>> init.constant_(spx.nn.Parameter(jnp.empty(4)), 0.1)
+    """
     return _fill(tensor, "constant", lambda s, d: jnp.full(s, val, d))
 
 
 def ones_(tensor: Any) -> Any:
-    """Fill ``tensor`` with ones (mirrors ``torch.nn.init.ones_``)."""
+    """Fill ``tensor`` with ones (mirrors ``torch.nn.init.ones_``).
+
+    Example:
+        >>> init.ones_(spx.nn.Parameter(jnp.empty(4)))  # a LayerNorm weight
+    """
     return _fill(tensor, "ones", jnp.ones)
 
 
 def zeros_(tensor: Any) -> Any:
-    """Fill ``tensor`` with zeros (mirrors ``torch.nn.init.zeros_``)."""
+    """Fill ``tensor`` with zeros (mirrors ``torch.nn.init.zeros_``).
+
+    Example:
+        >>> init.zeros_(spx.nn.Parameter(jnp.empty(4)))  # a bias
+    """
     return _fill(tensor, "zeros", jnp.zeros)
 
 
 def eye_(tensor: Any) -> Any:
-    """Fill a 2-D ``tensor`` with the identity (mirrors ``torch.nn.init.eye_``)."""
+    """Fill a 2-D ``tensor`` with the identity (mirrors ``torch.nn.init.eye_``).
+
+    Example:
+        >>> init.eye_(spx.nn.Parameter(jnp.empty((3, 5))))
+    """
     if _target(tensor, "eye").ndim != 2:
         raise ValueError(f"eye_: only 2-D tensors are supported, got shape {tensor.data.shape}")
     return _fill(tensor, "eye", lambda s, d: jnp.eye(s[0], s[1], dtype=d))
@@ -395,6 +447,13 @@ def dirac_(tensor: Any, groups: int = 1) -> Any:
     """Fill a 3-5-D conv weight with the Dirac delta (mirrors ``torch.nn.init.dirac_``).
 
     The conv then preserves the identity of (the first) input channels, per group.
+
+    Args:
+        tensor: a Parameter shaped ``(out, in/groups, *kernel)``.
+        groups: number of groups the output channels are split into.
+
+    Example:
+        >>> init.dirac_(spx.nn.Parameter(jnp.empty((4, 4, 3, 3))))  # identity conv
     """
     data = _target(tensor, "dirac")
     if data.ndim not in (3, 4, 5):
@@ -423,7 +482,11 @@ def xavier_uniform_(tensor: Any, gain: float = 1.0, generator: Any = None) -> An
 
 
 def xavier_normal_(tensor: Any, gain: float = 1.0, generator: Any = None) -> Any:
-    """Glorot normal in place (mirrors ``torch.nn.init.xavier_normal_``)."""
+    """Glorot normal in place (mirrors ``torch.nn.init.xavier_normal_``).
+
+    Example:
+        >>> init.xavier_normal_(spx.nn.Parameter(jnp.empty((64, 32))), gain=0.5)
+    """
     return _fill(
         tensor, "xavier_normal", lambda s, d: xavier_normal(s, gain, dtype=d, generator=generator)
     )
@@ -463,7 +526,11 @@ def kaiming_normal_(
     nonlinearity: str = "leaky_relu",
     generator: Any = None,
 ) -> Any:
-    """He normal in place (mirrors ``torch.nn.init.kaiming_normal_``)."""
+    """He normal in place (mirrors ``torch.nn.init.kaiming_normal_``).
+
+    Example:
+        >>> init.kaiming_normal_(spx.nn.Parameter(jnp.empty((64, 32))), nonlinearity="relu")
+    """
     return _fill(
         tensor,
         "kaiming_normal",

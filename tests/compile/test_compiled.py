@@ -54,8 +54,9 @@ def test_compiled_adamw_training_matches_torch():
     # Optimizer state was written back in torch's layout.
     ref = topt.state_dict()["state"][0]
     got = sopt.state_dict()["state"][0]
-    np.testing.assert_allclose(np.asarray(got["exp_avg"]), ref["exp_avg"].numpy(), rtol=1e-5,
-                               atol=1e-7)
+    np.testing.assert_allclose(
+        np.asarray(got["exp_avg"]), ref["exp_avg"].numpy(), rtol=1e-5, atol=1e-7
+    )
     assert float(got["step"]) == float(ref["step"]) == 6
 
 
@@ -63,7 +64,7 @@ def test_recompiles_only_on_structure_shape_or_mode_change():
     _, s = _pair()
     opt = spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)
     step = spx.compile(_train_step.fn)
-    (x, y), = _batches(1)
+    ((x, y),) = _batches(1)
     for _ in range(4):
         step(s, opt, jnp.asarray(x), jnp.asarray(y))
     # One program for the first step (no grads or optimizer state yet), one for the rest.
@@ -143,8 +144,10 @@ def test_buffers_are_written_back_like_eager():
         step(compiled_model, x)
     for name in ("running_mean", "running_var"):
         np.testing.assert_allclose(
-            np.asarray(getattr(compiled_model.bn, name)), np.asarray(getattr(eager.bn, name)),
-            rtol=1e-5, atol=1e-6,
+            np.asarray(getattr(compiled_model.bn, name)),
+            np.asarray(getattr(eager.bn, name)),
+            rtol=1e-5,
+            atol=1e-6,
         )
     assert int(compiled_model.bn.num_batches_tracked) == 3
 

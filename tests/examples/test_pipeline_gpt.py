@@ -17,11 +17,13 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline_gpt.py"
 
 
 def test_pipeline_gpt_matches_single_device() -> None:
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_backend_optimization_level=0")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_backend_optimization_level=0")
     res = subprocess.run(
         [sys.executable, str(EXAMPLE), "--steps", "2"],
-        capture_output=True, text=True, timeout=600, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     assert "[rank0] pipeline matches the single-device loss curve" in res.stdout

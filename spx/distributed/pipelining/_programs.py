@@ -70,9 +70,7 @@ class _Residuals:
 
     def full(self, sources: tuple[list[Any], ...]) -> list[Any]:
         """The vjp's leaves: internal residuals plus the referenced inputs."""
-        return [
-            self.internal[i] if src < 0 else sources[src][i] for src, i in self.layout[1]
-        ]
+        return [self.internal[i] if src < 0 else sources[src][i] for src, i in self.layout[1]]
 
     def vjp(self, sources: tuple[list[Any], ...]) -> Any:
         return self.layout[0].unflatten(self.full(sources))
@@ -350,9 +348,7 @@ class StagePrograms:
     def backward_input(self, saved, grads_out):
         """I: -> (input grads, bridge values for :meth:`backward_weight`)."""
         res, inputs, buffers = saved
-        return self._backward_input(
-            res, self._live[0], self._live[1], inputs, buffers, grads_out
-        )
+        return self._backward_input(res, self._live[0], self._live[1], inputs, buffers, grads_out)
 
     def backward_weight(self, saved, grads_out, bridge, acc):
         """W: -> new accumulators."""

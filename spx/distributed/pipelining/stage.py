@@ -258,9 +258,7 @@ class PipelineStage:
                 "backward-input. The schedule's action order is invalid for this stage."
             ) from None
         self._stored_now -= 1
-        self._acc = self._programs.backward_weight(
-            saved, grads_out, bridge, self._accumulators()
-        )
+        self._acc = self._programs.backward_weight(saved, grads_out, bridge, self._accumulators())
 
     def _accumulators(self) -> list[jax.Array]:
         # Start the step's accumulators at zeros rather than None, so the B and W programs see

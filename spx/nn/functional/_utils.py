@@ -95,3 +95,16 @@ def resolve_key(key: Any) -> jax.Array:
 def is_concrete(x: jax.Array) -> bool:
     """Whether ``x`` holds known values (not a tracer inside ``jit``/``grad``/``vmap``)."""
     return not isinstance(x, jax.core.Tracer)
+
+
+def vector_norm(x: jax.Array, p: float, dim: int) -> jax.Array:
+    """``||x||_p`` along ``dim`` with keepdims, with gradients matching torch's ``norm``."""
+    if p == 2:
+        return jnp.sqrt(jnp.sum(jnp.square(x), axis=dim, keepdims=True))
+    if p == 1:
+        return jnp.sum(jnp.abs(x), axis=dim, keepdims=True)
+    if p == float("inf"):
+        return jnp.max(jnp.abs(x), axis=dim, keepdims=True)
+    if p == 0:
+        return jnp.sum((x != 0).astype(x.dtype), axis=dim, keepdims=True)
+    return jnp.sum(jnp.abs(x) ** p, axis=dim, keepdims=True) ** (1.0 / p)

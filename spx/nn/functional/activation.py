@@ -138,12 +138,20 @@ def mish(input: Array, inplace: bool = False) -> Array:
 
 
 def sigmoid(input: Array) -> Array:
-    """``1 / (1 + exp(-x))`` (mirrors ``torch.sigmoid``)."""
+    """``1 / (1 + exp(-x))`` (mirrors ``torch.sigmoid`` / ``F.sigmoid``).
+
+    Example:
+        >>> F.sigmoid(jnp.array([0.0]))  # [0.5]
+    """
     return jax.nn.sigmoid(jnp.asarray(input))
 
 
 def tanh(input: Array) -> Array:
-    """Hyperbolic tangent (mirrors ``torch.tanh``)."""
+    """Hyperbolic tangent (mirrors ``torch.tanh`` / ``F.tanh``).
+
+    Example:
+        >>> F.tanh(jnp.array([0.0]))  # [0.]
+    """
     return jnp.tanh(jnp.asarray(input))
 
 
@@ -205,24 +213,44 @@ def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
 
 
 def softsign(input: Array) -> Array:
-    """``x / (1 + |x|)`` (mirrors ``torch.nn.functional.softsign``)."""
+    """``x / (1 + |x|)`` (mirrors ``torch.nn.functional.softsign``).
+
+    Example:
+        >>> F.softsign(jnp.array([1.0]))  # [0.5]
+    """
     x = jnp.asarray(input)
     return x / (1 + jnp.abs(x))
 
 
 def logsigmoid(input: Array) -> Array:
-    """``log(sigmoid(x))`` computed stably (mirrors ``torch.nn.functional.logsigmoid``)."""
+    """``log(sigmoid(x))`` computed stably (mirrors ``torch.nn.functional.logsigmoid``).
+
+    Example:
+        >>> F.logsigmoid(jnp.array([0.0]))  # [-log 2]
+    """
     return jax.nn.log_sigmoid(jnp.asarray(input))
 
 
 def tanhshrink(input: Array) -> Array:
-    """``x - tanh(x)`` (mirrors ``torch.nn.functional.tanhshrink``)."""
+    """``x - tanh(x)`` (mirrors ``torch.nn.functional.tanhshrink``).
+
+    Example:
+        >>> F.tanhshrink(jnp.array([0.0]))  # [0.]
+    """
     x = jnp.asarray(input)
     return x - jnp.tanh(x)
 
 
 def softshrink(input: Array, lambd: float = 0.5) -> Array:
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0 (mirrors torch)."""
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0 (torch's).
+
+    Args:
+        input: any shape.
+        lambd: the threshold (>= 0).
+
+    Example:
+        >>> F.softshrink(jnp.array([-1.0, 0.2, 1.0]))  # [-0.5, 0., 0.5]
+    """
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be >= 0, got {lambd}")
     x = jnp.asarray(input)
@@ -230,13 +258,27 @@ def softshrink(input: Array, lambd: float = 0.5) -> Array:
 
 
 def hardshrink(input: Array, lambd: float = 0.5) -> Array:
-    """``x`` where ``|x| > lambd``, else 0 (mirrors ``torch.nn.functional.hardshrink``)."""
+    """``x`` where ``|x| > lambd``, else 0 (mirrors ``torch.nn.functional.hardshrink``).
+
+    Example:
+        >>> F.hardshrink(jnp.array([-1.0, 0.2]))  # [-1., 0.]
+    """
     x = jnp.asarray(input)
     return jnp.where(jnp.abs(x) > lambd, x, 0.0).astype(x.dtype)
 
 
 def threshold(input: Array, threshold: float, value: float, inplace: bool = False) -> Array:
-    """``x if x > threshold else value`` (mirrors ``torch.nn.functional.threshold``)."""
+    """``x if x > threshold else value`` (mirrors ``torch.nn.functional.threshold``).
+
+    Args:
+        input: any shape.
+        threshold: values at or below it are replaced.
+        value: the replacement.
+        inplace: ignored.
+
+    Example:
+        >>> F.threshold(jnp.array([0.1, 2.0]), 1.0, -1.0)  # [-1., 2.]
+    """
     x = jnp.asarray(input)
     return jnp.where(x > threshold, x, value).astype(x.dtype)
 
@@ -361,7 +403,11 @@ def log_softmax(
 def softmin(
     input: Array, dim: int | None = None, _stacklevel: int = 3, dtype: jnp.dtype | None = None
 ) -> Array:
-    """``softmax(-x)`` along ``dim`` (mirrors ``torch.nn.functional.softmin``)."""
+    """``softmax(-x)`` along ``dim`` (mirrors ``torch.nn.functional.softmin``).
+
+    Example:
+        >>> F.softmin(jnp.array([0.0, 1.0]), dim=0)  # [0.73, 0.27]
+    """
     x = jnp.asarray(input)
     d = _softmax_dim("softmin", x.ndim, dim)
     return softmax(-_cast(x, dtype), dim=d)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from spx.nn.functional.normalization import vector_norm
+from spx.nn.functional._utils import vector_norm
 
 Array = jax.Array
 

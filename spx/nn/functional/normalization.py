@@ -24,6 +24,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from spx.nn.functional._utils import vector_norm
+
 Array = jax.Array
 
 
@@ -335,16 +337,3 @@ def normalize(
     x = jnp.asarray(input)
     norm = vector_norm(x, p, dim)
     return x / jnp.maximum(norm, eps)
-
-
-def vector_norm(x: Array, p: float, dim: int) -> Array:
-    """``||x||_p`` along ``dim`` with keepdims, with gradients matching torch's ``norm``."""
-    if p == 2:
-        return jnp.sqrt(jnp.sum(jnp.square(x), axis=dim, keepdims=True))
-    if p == 1:
-        return jnp.sum(jnp.abs(x), axis=dim, keepdims=True)
-    if p == float("inf"):
-        return jnp.max(jnp.abs(x), axis=dim, keepdims=True)
-    if p == 0:
-        return jnp.sum((x != 0).astype(x.dtype), axis=dim, keepdims=True)
-    return jnp.sum(jnp.abs(x) ** p, axis=dim, keepdims=True) ** (1.0 / p)

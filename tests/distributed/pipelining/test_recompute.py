@@ -23,8 +23,7 @@ def _loss(out, target):
 def _run(recompute: bool):
     blocks = [_block(s) for s in range(2)]
     stages = [
-        PipelineStage(b, i, 2, spx.device("cpu"), recompute=recompute)
-        for i, b in enumerate(blocks)
+        PipelineStage(b, i, 2, spx.device("cpu"), recompute=recompute) for i, b in enumerate(blocks)
     ]
     schedule = ScheduleInterleaved1F1B(stages, 2, loss_fn=_loss)
     x = jax.random.normal(jax.random.key(0), (4, D))
@@ -51,8 +50,9 @@ def test_recompute_keeps_only_the_stage_inputs():
         stage._begin_step()
         stage.forward_one_chunk(0, (x[:2],), {}, None, train=True)
         vjp = stage._residuals[0]
-        return sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(vjp)
-                   if isinstance(leaf, jax.Array))
+        return sum(
+            leaf.nbytes for leaf in jax.tree_util.tree_leaves(vjp) if isinstance(leaf, jax.Array)
+        )
 
     full, recomputed = residual_bytes(False), residual_bytes(True)
     # The (2, 4*D) hidden activations are no longer stored; parameters and inputs still are.

@@ -100,8 +100,11 @@ def test_batch_norm_with_stats_matches_torch_in_place_update():
     rm, rv = randn(rng, 3), np.abs(randn(rng, 3)) + 0.5
     t_rm, t_rv = torch.tensor(rm), torch.tensor(rv)
     ref = TF.batch_norm(torch.tensor(x), t_rm, t_rv, training=True, momentum=0.3)
-    res = F.batch_norm_with_stats(jnp.asarray(x), jnp.asarray(rm), jnp.asarray(rv),
-                                  training=True, momentum=0.3)  # fmt: skip
+    # Under jit, as a BatchNorm module runs it inside a compiled step.
+    step = jax.jit(
+        lambda x, rm, rv: F.batch_norm_with_stats(x, rm, rv, training=True, momentum=0.3)
+    )
+    res = step(jnp.asarray(x), jnp.asarray(rm), jnp.asarray(rv))
     assert_close(res.output, ref, atol=ATOL)
     assert_close(res.running_mean, t_rm)
     assert_close(res.running_var, t_rv)  # updated with the unbiased batch variance
