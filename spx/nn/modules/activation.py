@@ -24,7 +24,25 @@ def _inplace_repr(inplace: bool, lead: str = "") -> str:
     return lead + "inplace=True" if inplace else ""
 
 
-class ReLU(Module):
+class _Plain(Module):
+    """An activation without arguments besides torch's ignored ``inplace``."""
+
+    _fn: Any = None
+    _has_inplace = False
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        if self._has_inplace:
+            self.inplace = inplace
+
+    def forward(self, input: Array) -> Array:
+        return type(self)._fn(input)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(getattr(self, "inplace", False))
+
+
+class ReLU(_Plain):
     """``max(0, x)`` (mirrors ``torch.nn.ReLU``).
 
     Args:
@@ -39,15 +57,8 @@ class ReLU(Module):
         >>> nn.ReLU()(jnp.array([-1.0, 2.0]))  # [0., 2.]
     """
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Array) -> Array:
-        return F.relu(input)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
+    _fn = staticmethod(F.relu)
+    _has_inplace = True
 
 
 class GELU(Module):
@@ -80,7 +91,7 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
+class SiLU(_Plain):
     """``x * sigmoid(x)`` (mirrors ``torch.nn.SiLU``).
 
     Args:
@@ -95,18 +106,11 @@ class SiLU(Module):
         >>> nn.SiLU()(jnp.zeros(2))  # [0., 0.]
     """
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Array) -> Array:
-        return F.silu(input)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
+    _fn = staticmethod(F.silu)
+    _has_inplace = True
 
 
-class Mish(Module):
+class Mish(_Plain):
     """``x * tanh(softplus(x))`` (mirrors ``torch.nn.Mish``).
 
     Args:
@@ -121,18 +125,11 @@ class Mish(Module):
         >>> nn.Mish()(jnp.zeros(2))  # [0., 0.]
     """
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Array) -> Array:
-        return F.mish(input)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
+    _fn = staticmethod(F.mish)
+    _has_inplace = True
 
 
-class Tanh(Module):
+class Tanh(_Plain):
     """Hyperbolic tangent (mirrors ``torch.nn.Tanh``).
 
     Shapes:
@@ -144,11 +141,10 @@ class Tanh(Module):
         >>> nn.Tanh()(jnp.zeros(2))  # [0., 0.]
     """
 
-    def forward(self, input: Array) -> Array:
-        return F.tanh(input)
+    _fn = staticmethod(F.tanh)
 
 
-class Sigmoid(Module):
+class Sigmoid(_Plain):
     """``1 / (1 + exp(-x))`` (mirrors ``torch.nn.Sigmoid``).
 
     Shapes:
@@ -160,8 +156,7 @@ class Sigmoid(Module):
         >>> nn.Sigmoid()(jnp.zeros(2))  # [0.5, 0.5]
     """
 
-    def forward(self, input: Array) -> Array:
-        return F.sigmoid(input)
+    _fn = staticmethod(F.sigmoid)
 
 
 class _SoftmaxBase(Module):
@@ -409,24 +404,6 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
-
-
-class _Plain(Module):
-    """An activation without arguments besides torch's ignored ``inplace``."""
-
-    _fn: Any = None
-    _has_inplace = False
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        if self._has_inplace:
-            self.inplace = inplace
-
-    def forward(self, input: Array) -> Array:
-        return type(self)._fn(input)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(getattr(self, "inplace", False))
 
 
 class SELU(_Plain):
