@@ -5,6 +5,9 @@ returns its result on the calling rank's device. See ``process_group`` for the b
 a multi-process backend implements.
 """
 
+from spx.distributed.backend import Backend as Backend
+from spx.distributed.backend import DistBackendError as DistBackendError
+from spx.distributed.backend import Work as Work
 from spx.distributed.collectives import P2POp as P2POp
 from spx.distributed.collectives import all_gather as all_gather
 from spx.distributed.collectives import all_gather_into_tensor as all_gather_into_tensor
@@ -23,11 +26,8 @@ from spx.distributed.collectives import reduce_scatter as reduce_scatter
 from spx.distributed.collectives import reduce_scatter_tensor as reduce_scatter_tensor
 from spx.distributed.collectives import scatter as scatter
 from spx.distributed.collectives import send as send
-from spx.distributed.process_group import Backend as Backend
-from spx.distributed.process_group import DistBackendError as DistBackendError
 from spx.distributed.process_group import GroupMember as GroupMember
 from spx.distributed.process_group import ProcessGroup as ProcessGroup
-from spx.distributed.process_group import Work as Work
 from spx.distributed.process_group import destroy_process_group as destroy_process_group
 from spx.distributed.process_group import get_backend as get_backend
 from spx.distributed.process_group import get_global_rank as get_global_rank

@@ -27,7 +27,7 @@ from typing import Any
 
 import jax
 
-from spx.distributed.process_group import Backend, DistBackendError, Work, run_async
+from spx.distributed.backend import Backend, DistBackendError, Work, run_async
 from spx.distributed.reduce_op import ReduceOp, reduce_arrays
 
 # Key of the spawned rank's seat in ``RankContext.extras``.

@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx.distributed.backend import Work
 from spx.distributed.process_group import (
     ProcessGroup,
-    Work,
     resolve_group,
     warn_not_in_group,
 )

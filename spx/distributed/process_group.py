@@ -1,23 +1,19 @@
-"""Process groups: the torch-shaped handle (:class:`ProcessGroup`), the backend interface behind
-it (:class:`Backend`), async handles (:class:`Work`), and the default group's lifecycle.
+"""Process groups: the torch-shaped handle (:class:`ProcessGroup`) and the default group's
+lifecycle; the backend interface behind it and async handles are in :mod:`.backend`.
 
 Mirrors ``torch.distributed.distributed_c10d``'s group management. The default group lives in the
 calling thread's :class:`spx._context.RankContext`, never in a module global, so rank threads
 started by :func:`spx.distributed.spawn` each see their own.
 
-Plugging in a backend: subclass :class:`Backend`. Five methods are required — ``all_gather``,
-``all_gather_object``, ``send``, ``recv`` and ``split`` — the other collectives have correct (if
-not fastest) defaults built on them. A multi-process backend (one rank per process, on
-``jax.distributed``) registers a factory with :func:`register_multiprocess_backend`;
-:func:`init_process_group` calls it when the environment names a world larger than one and the
-thread is not a spawned rank.
+Plugging in a backend: subclass :class:`spx.distributed.backend.Backend`. A multi-process
+backend (one rank per process, on ``jax.distributed``) registers a factory with
+:func:`register_multiprocess_backend`; :func:`init_process_group` calls it when the environment
+names a world larger than one and the thread is not a spawned rank.
 """
 
 from __future__ import annotations
 
-import abc
 import os
-import threading
 import warnings
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -26,231 +22,13 @@ from typing import Any
 import jax
 
 from spx import _context
-from spx.distributed.reduce_op import ReduceOp, reduce_arrays
+from spx.distributed.backend import Backend, timeout_seconds
 
 NOT_INITIALIZED = (
     "Default process group has not been initialized, please make sure to call init_process_group."
 )
 # torch's default for CPU (gloo) groups.
 DEFAULT_TIMEOUT = timedelta(minutes=30)
-
-
-class DistBackendError(RuntimeError):
-    """A collective or p2p operation failed: peer failure, abort, mismatch or timeout."""
-
-
-def timeout_seconds(timeout: timedelta | float | None, default: float) -> float:
-    """Seconds from a torch-style ``timedelta`` (or a number of seconds); ``default`` for None."""
-    if timeout is None:
-        return default
-    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
-    return seconds
-
-
-class Work:
-    """Handle on an operation started with ``async_op=True``, ``isend`` or ``irecv``.
-
-    Mirrors ``torch.distributed.Work``, except that :meth:`wait` returns the operation's result
-    (the received or reduced array), since spx arrays cannot be filled in place. This base class
-    is an already-completed operation; backends subclass it and override ``_finish``/``_poll``.
-
-    Example:
-        >>> work = dist.irecv(jnp.zeros(4), src=0)  # doctest: +SKIP
-        >>> x = work.wait()  # doctest: +SKIP
-    """
-
-    __slots__ = ("_done", "_error", "_result")
-
-    def __init__(self, result: Any = None) -> None:
-        self._done = True
-        self._result = result
-        self._error: BaseException | None = None
-
-    def wait(self, timeout: timedelta | float | None = None) -> Any:
-        """Block until the operation finishes and return its result; re-raise its error."""
-        if not self._done:
-            self._finish(None if timeout is None else timeout_seconds(timeout, 0.0))
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    def is_completed(self) -> bool:
-        """Whether the operation has finished (never blocks)."""
-        if not self._done:
-            self._poll()
-        return self._done
-
-    def is_success(self) -> bool:
-        """Whether the operation finished without error."""
-        return self.is_completed() and self._error is None
-
-    def exception(self) -> BaseException | None:
-        """The error the operation ended with, if any (does not block)."""
-        return self._error if self.is_completed() else None
-
-    def result(self) -> Any:
-        """Same as :meth:`wait`."""
-        return self.wait()
-
-    def _finish(self, timeout: float | None) -> None:
-        raise NotImplementedError
-
-    def _poll(self) -> None:
-        pass
-
-
-class _ThreadWork(Work):
-    """Runs ``fn`` in a helper thread; used for collectives with ``async_op=True``."""
-
-    __slots__ = ("_event",)
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        super().__init__()
-        self._done = False
-        self._event = threading.Event()
-        threading.Thread(target=self._run, args=(fn,), daemon=True).start()
-
-    def _run(self, fn: Callable[[], Any]) -> None:
-        try:
-            self._result = fn()
-        except BaseException as e:  # delivered to whoever waits
-            self._error = e
-        self._event.set()
-
-    def _finish(self, timeout: float | None) -> None:
-        if not self._event.wait(timeout):
-            raise DistBackendError(f"Work.wait timed out after {timeout} s")
-        self._done = True
-
-    def _poll(self) -> None:
-        self._done = self._event.is_set()
-
-
-def run_async(fn: Callable[[], Any]) -> Work:
-    """Start ``fn`` in a helper thread and return its :class:`Work`.
-
-    A backend must take everything that fixes the operation's order (e.g. a sequence number) in
-    the calling thread *before* calling this, so that async collectives still match up by issue
-    order.
-    """
-    return _ThreadWork(fn)
-
-
-class Backend(abc.ABC):
-    """What a process group needs from a transport. One instance per (rank, group).
-
-    Ranks below are *group* ranks. Every method returning :class:`Work` may complete before it
-    returns (then it returns a completed ``Work``); the async variants must take their place in
-    the group's operation order before returning. Results live on ``self.device``.
-
-    Attributes:
-        rank: this rank's index in the group.
-        size: number of ranks in the group.
-        device: this rank's device; every result is placed there.
-        ranks: the global rank of each group rank.
-        group_name: the group's name, the same on every member.
-        timeout: seconds a blocking wait may take before raising :class:`DistBackendError`.
-    """
-
-    name: str = "base"
-
-    def __init__(
-        self,
-        rank: int,
-        size: int,
-        device: jax.Device,
-        ranks: Sequence[int],
-        timeout: float,
-        group_name: str = "0",
-    ) -> None:
-        self.rank = rank
-        self.size = size
-        self.device = device
-        self.ranks = tuple(ranks)
-        self.timeout = timeout
-        self.group_name = group_name
-
-    # --- required -------------------------------------------------------------------------
-    @abc.abstractmethod
-    def all_gather(self, x: jax.Array, async_op: bool = False) -> Work:
-        """Every rank's ``x`` (same shape on all ranks), in rank order."""
-
-    @abc.abstractmethod
-    def all_gather_object(self, obj: Any) -> list[Any]:
-        """Every rank's picklable ``obj``, each rank getting its own copies."""
-
-    @abc.abstractmethod
-    def send(self, x: jax.Array, dst: int, tag: int) -> Work:
-        """Deliver ``x`` to rank ``dst``'s matching :meth:`recv` (FIFO per (src, dst, tag))."""
-
-    @abc.abstractmethod
-    def recv(self, template: Any, src: int | None, tag: int) -> Work:
-        """Receive the next array from ``src`` (any rank if None); its shape/dtype must match."""
-
-    @abc.abstractmethod
-    def split(self, ranks: Sequence[int], timeout: float) -> Backend | None:
-        """Collective over this group: a backend for the subgroup ``ranks`` (None if not in it)."""
-
-    # --- defaults built on the above --------------------------------------------------------
-    def all_reduce(self, x: jax.Array, op: ReduceOp, async_op: bool = False) -> Work:
-        """Reduction of every rank's ``x``, on every rank."""
-        return Work(reduce_arrays(self.all_gather(x).wait(), op))
-
-    def reduce(self, x: jax.Array, dst: int, op: ReduceOp, async_op: bool = False) -> Work:
-        """Reduction on ``dst``; other ranks get ``x`` back."""
-        out = self.all_reduce(x, op).wait()
-        return Work(out if self.rank == dst else x)
-
-    def broadcast(self, x: jax.Array, src: int, async_op: bool = False) -> Work:
-        """``src``'s ``x`` on every rank (``x`` is a same-shaped template elsewhere)."""
-        return Work(self.all_gather(x).wait()[src])
-
-    def reduce_scatter(self, xs: Sequence[jax.Array], op: ReduceOp, async_op: bool = False) -> Work:
-        """Rank ``r`` gets the reduction over ranks of ``xs[r]``."""
-        outs = [self.all_reduce(x, op).wait() for x in xs]
-        return Work(outs[self.rank])
-
-    def gather(self, x: jax.Array, dst: int, async_op: bool = False) -> Work:
-        """Every rank's ``x`` on ``dst`` (a list); None elsewhere."""
-        xs = self.all_gather(x).wait()
-        return Work(xs if self.rank == dst else None)
-
-    def scatter(
-        self, template: jax.Array, xs: Sequence[jax.Array] | None, src: int, async_op: bool = False
-    ) -> Work:
-        """Rank ``r`` gets ``xs[r]`` from ``src``."""
-        outs = [
-            self.broadcast(xs[r] if xs is not None else template, src).wait()
-            for r in range(self.size)
-        ]
-        return Work(outs[self.rank])
-
-    def barrier(self, async_op: bool = False) -> Work:
-        """Returns once every rank of the group has called it."""
-        self.all_gather_object(None)
-        return Work()
-
-    # --- pipeline transfers (optional) --------------------------------------------------------
-    def send_tree(self, tree: Any, dst: int, tag: Any) -> None:
-        """Start moving a pytree of arrays to rank ``dst`` under a hashable ``tag``; no block.
-
-        The pipeline runtime's transport. FIFO per (src, dst, tag); the receiver gets the arrays
-        on its own device.
-        """
-        raise NotImplementedError(
-            f"the {self.name!r} process-group backend cannot carry pipeline transfers"
-        )
-
-    def recv_tree(self, src: int, tag: Any) -> Any:
-        """Block until the pytree rank ``src`` sent under ``tag`` arrives; return it."""
-        raise NotImplementedError(
-            f"the {self.name!r} process-group backend cannot carry pipeline transfers"
-        )
-
-    def shutdown(self) -> None:  # noqa: B027 - optional hook
-        """Release resources (called by ``destroy_process_group``)."""
 
 
 class ProcessGroup:

@@ -17,10 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx.nn import _structure
+from spx.nn import _pytree, _structure
 from spx.nn.parameter import Parameter, _as_array
-
-_RESERVED = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers", "training")
 
 
 class _IncompatibleKeys(NamedTuple):
@@ -28,39 +26,6 @@ class _IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-class _Static:
-    """Plain attributes of a Module as pytree aux data: equal when the values are equal."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: tuple[tuple[str, Any], ...]) -> None:
-        self.items = items
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _Static) or len(self.items) != len(other.items):
-            return False
-        for (ka, va), (kb, vb) in zip(self.items, other.items, strict=True):
-            if ka != kb or not _same_value(va, vb):
-                return False
-        return True
-
-    def __hash__(self) -> int:
-        return hash(tuple((k, type(v).__name__) for k, v in self.items))
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, jax.Array | np.ndarray):
-        return False  # arrays held as plain attributes compare by identity only
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
 
 
 def _check_name(kind: str, name: Any) -> None:
@@ -97,9 +62,7 @@ class Module:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        jax.tree_util.register_pytree_with_keys(
-            cls, _flatten_with_keys, cls._spx_unflatten, flatten_func=_flatten
-        )
+        _pytree.register(cls)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
@@ -575,19 +538,6 @@ class Module:
         return main + ")"
 
     # -- pytree ------------------------------------------------------------------------------
-    @classmethod
-    def _spx_unflatten(cls, aux: tuple, children: Any) -> Module:
-        pnames, bnames, mnames, nonpersistent, training, static = aux
-        obj = object.__new__(cls)
-        d = obj.__dict__
-        d.update(static.items)
-        d["training"] = training
-        it = iter(children)
-        d["_parameters"] = {n: next(it) for n in pnames}
-        d["_buffers"] = {n: next(it) for n in bnames}
-        d["_modules"] = {n: next(it) for n in mnames}
-        d["_non_persistent_buffers"] = set(nonpersistent)
-        return obj
 
 
 def _unexpected_keys(module: Module, keys: list[str], prefix: str) -> list[str]:
@@ -633,37 +583,4 @@ def _converted(value: Any, dtype: Any, like: Any) -> jax.Array:
     return array
 
 
-def _aux(m: Module) -> tuple:
-    d = m.__dict__
-    static = tuple(
-        (k, v) for k, v in d.items() if k not in _RESERVED and k != "_non_persistent_buffers"
-    )
-    return (
-        tuple(d["_parameters"]),
-        tuple(d["_buffers"]),
-        tuple(d["_modules"]),
-        tuple(sorted(d["_non_persistent_buffers"])),
-        d["training"],
-        _Static(static),
-    )
-
-
-def _flatten(m: Module) -> tuple[list[Any], tuple]:
-    d = m.__dict__
-    children = [*d["_parameters"].values(), *d["_buffers"].values(), *d["_modules"].values()]
-    return children, _aux(m)
-
-
-def _flatten_with_keys(m: Module) -> tuple[list[tuple[Any, Any]], tuple]:
-    d = m.__dict__
-    keyed = [
-        (jax.tree_util.GetAttrKey(n), v)
-        for table in ("_parameters", "_buffers", "_modules")
-        for n, v in d[table].items()
-    ]
-    return keyed, _aux(m)
-
-
-jax.tree_util.register_pytree_with_keys(
-    Module, _flatten_with_keys, Module._spx_unflatten, flatten_func=_flatten
-)
+_pytree.register(Module)
