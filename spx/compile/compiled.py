@@ -34,6 +34,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx.compile import sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful
 from spx.nn import _structure
 from spx.nn.module import Module
@@ -65,6 +66,24 @@ class _Plan:
     static_key: Any
     static_leaves: tuple[Any, ...]
     last_mask: list[bool] | None = None
+    hparams_seen: list[Any] | None = None  # the last numeric hyperparameters, as read ...
+    hparams_arrays: list[Any] | None = None  # ... and as device scalars
+
+    def hparam_arrays(self, values: list[Any]) -> list[Any]:
+        """The optimizers' numeric hyperparameters as device scalars, converted when they change.
+
+        jit would convert each Python float on every call (a device transfer each); an lr
+        scheduler changes them at most once per step, usually not at all.
+        """
+        if not _plain_numbers(values):
+            return values
+        if values != self.hparams_seen:
+            # jnp.asarray keeps Python scalars weakly typed, so the trace sees what it would
+            # see for the Python value (a bf16 parameter times lr stays bf16).
+            self.hparams_arrays = jax.tree.map(jax.numpy.asarray, values)
+            self.hparams_seen = values
+        return self.hparams_arrays
+
     last: tuple[_Program, Callable[[list[Any]], None]] | None = None
 
 
@@ -74,9 +93,16 @@ class _Program:
 
     jitted: Any
     mutable: tuple[int, ...]  # flat state slots the program updates (and returns)
-    live: tuple[int, ...]  # the mutable slots whose old value it reads (donated inputs)
+    live: tuple[int, ...]  # the mutable slots whose old value it reads
+    donated: int  # live[:donated] are donated; the rest share arrays with other slots
     constant: tuple[int, ...]  # slots it reads but leaves unchanged
     cacheable: bool
+    in_shared: sharing.Pattern  # entries of the live inputs passed once (see sharing.py)
+    record: dict[str, Any]  # "out_shared": the same for the outputs, known once traced
+
+    def __call__(self, live: list[Any], const: list[Any], hparams: list[Any], dyn: list[Any]):
+        d = self.donated
+        return self.jitted(live[:d], live[d:], const, hparams, dyn)
 
 
 def _slot_leaf_counts(flat_state: list[Any]) -> list[int]:
@@ -118,6 +144,8 @@ def _fast_flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any] | None:
 
 
 _LEAF_TYPES = (jax.Array, np.ndarray)
+# XLA's messages when a call would donate an array twice or donate one it also reads.
+_DONATION_REFUSED = ("donate the same buffer twice", "previously donated in the same call")
 _TREEDEFS: dict[int, Any] = {}
 
 
@@ -194,7 +222,8 @@ class CompiledFunction:
         """The function jax traces: bind the state, run the step, read the state back.
 
         ``layout`` is None for the probe (every slot is an input, the state changes are
-        recorded), else ``(mutable, live, constant, dead_specs)`` of the final program.
+        recorded), else ``(mutable, live, constant, dead_specs, in_shared)`` of the final
+        program.
         """
         binding = plan.binding
         fn = self.fn
@@ -202,13 +231,15 @@ class CompiledFunction:
         kinds = plan.kinds
         record: dict[str, Any] = {}
 
-        def pure(live_state, const_state, hparams, dyn):
+        def pure(live_donated, live_kept, const_state, hparams, dyn):
             before = binding.read_flat()
             before_hparams = binding.read_hparams()
+            live_state = [*live_donated, *live_kept]
             if layout is None:
-                flat_in = list(live_state)
+                flat_in = live_state
             else:
-                _mutable, live, constant, dead_specs = layout
+                _mutable, live, constant, dead_specs, in_shared = layout
+                sharing.restore(live_state, in_shared)
                 flat_in = [None] * len(before)
                 for i, v in zip(live, live_state, strict=True):
                     flat_in[i] = v
@@ -238,7 +269,14 @@ class CompiledFunction:
                     i for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True)) if a is not b
                 )
                 return out
-            return out, [flat_out[i] for i in layout[0]]
+            # The updated state first, in the order of the donated inputs, and the user's outputs
+            # last: jax pairs each donated input with the first unclaimed output of its shape
+            # and dtype, so this order lets XLA update every buffer in place (otherwise an Adam
+            # moment could claim a gradient's output, a step counter the loss's, and XLA would
+            # copy inputs to keep them alive).
+            new = [flat_out[i] for i in layout[0]]
+            record["out_shared"] = sharing.find_shared(new)
+            return sharing.strip(new, record["out_shared"]), out
 
         return pure, record
 
@@ -246,7 +284,7 @@ class CompiledFunction:
         # Probe trace: which slots the step changes (only those are returned and donated) and
         # which old values it never reads (those are not passed at all).
         probe, record = self._pure(plan, leaves, None)
-        traced = jax.jit(probe).trace(flat_state, [], hparams, dyn)
+        traced = jax.jit(probe).trace(flat_state, [], [], hparams, dyn)
         changed = record["changed"]
         unused = _unused_slots(traced.jaxpr, _slot_leaf_counts(flat_state))
         mutable = tuple(changed)
@@ -256,44 +294,74 @@ class CompiledFunction:
             if i in unused and flat_state[i] is not None and _numeric(flat_state[i])
         }
         live = tuple(i for i in mutable if i not in dead)
+        # A live slot holding an array that another slot also holds (a shared ``step`` of
+        # which only some parameters step now) is passed without donation: XLA would
+        # otherwise free an array the other slot still needs.
+        others = {
+            id(x) for i, v in enumerate(flat_state) if i not in live for x in sharing.arrays_of(v)
+        }
+        kept = tuple(
+            i for i in live if any(id(x) in others for x in sharing.arrays_of(flat_state[i]))
+        )
+        live = tuple(i for i in live if i not in kept) + kept
+        mutable = live + tuple(i for i in mutable if i in dead)
         changed_set = set(changed)
         constant = tuple(i for i in range(len(flat_state)) if i not in changed_set)
-        pure, _ = self._pure(plan, leaves, (mutable, live, constant, dead))
+        in_shared = sharing.find_shared([flat_state[i] for i in live])
+        pure, record = self._pure(plan, leaves, (mutable, live, constant, dead, in_shared))
         jitted = jax.jit(pure, donate_argnums=(0,) if self.donate else ())
         self.trace_count += 1
         # Lazy parameters materialized in this trace change the structure: a program keyed on
         # the pre-materialization structure is used for this call only.
         cacheable = not plan.binding.has_uninitialized()
-        return _Program(jitted, mutable, live, constant, cacheable)
+        donated = len(live) - len(kept)
+        return _Program(jitted, mutable, live, donated, constant, cacheable, in_shared, record)
 
     # -- calling -----------------------------------------------------------------------------
+    def _choose(self, plan: _Plan, leaves, flat_state, hparams, dyn, mask) -> tuple:
+        """The program for this call's state (compiled if new), its writer and live inputs."""
+        key = (plan.static_key, tuple(mask), sharing.find_shared(flat_state))
+        program = self._programs.get(key)
+        if program is None:
+            program = self._new_program(plan, leaves, flat_state, hparams, dyn)
+            if program.cacheable:
+                self._programs[key] = program
+        write = plan.binding.writer(program.mutable)
+        if program.cacheable:
+            plan.last, plan.last_mask = (program, write), mask
+        return program, write, [flat_state[i] for i in program.live]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         flat = _fast_flatten(args, kwargs)
         leaves, treedef = flat if flat is not None else flatten_args((args, kwargs))
         plan = self._plan_for(leaves, treedef)
         binding = plan.binding
         flat_state = binding.read_flat()
-        hparams = binding.read_hparams()
+        hparams = plan.hparam_arrays(binding.read_hparams())
         dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
         mask = [x is None for x in flat_state]
-        if plan.last is not None and mask == plan.last_mask:
-            program, write = plan.last
+        last = plan.last
+        if last is not None and mask == plan.last_mask:
+            program, write = last
+            live = [flat_state[i] for i in program.live]
+            if program.in_shared and not sharing.holds(live, program.in_shared):
+                last = None  # the state was replaced between calls: choose the program anew
         else:
-            key = (plan.static_key, tuple(mask))
-            program = self._programs.get(key)
-            if program is None:
-                program = self._new_program(plan, leaves, flat_state, hparams, dyn)
-                if program.cacheable:
-                    self._programs[key] = program
-            write = binding.writer(program.mutable)
-            if program.cacheable:
-                plan.last, plan.last_mask = (program, write), mask
-        out, new_values = program.jitted(
-            [flat_state[i] for i in program.live],
-            [flat_state[i] for i in program.constant],
-            hparams,
-            dyn,
-        )
+            last = None
+        if last is None:
+            program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
+        const = [flat_state[i] for i in program.constant]
+        try:
+            new_values, out = program(sharing.strip(live, program.in_shared), const, hparams, dyn)
+        except (jax.errors.JaxRuntimeError, ValueError) as e:
+            if last is None or not any(m in str(e) for m in _DONATION_REFUSED):
+                raise
+            # Arrays the caller made shared between state entries since the last call: XLA
+            # refused before running anything; a program that knows the sharing does the step.
+            program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
+            const = [flat_state[i] for i in program.constant]
+            new_values, out = program(sharing.strip(live, program.in_shared), const, hparams, dyn)
+        sharing.restore(new_values, program.record["out_shared"])
         write(new_values)
         if not program.cacheable:
             # The trace materialized lazy parameters; the written-back values make them real.
@@ -302,6 +370,17 @@ class CompiledFunction:
                     p.__class__ = Parameter
             _structure.bump()
         return out
+
+
+def _plain_numbers(values: list[Any]) -> bool:
+    """Python ints/floats, or tuples/lists of them (Adam's betas), and nothing else."""
+    for v in values:
+        if type(v) in (tuple, list):
+            if not all(type(u) in (int, float) for u in v):
+                return False
+        elif type(v) not in (int, float):
+            return False
+    return True
 
 
 def _numeric(tree: Any) -> bool:

@@ -117,11 +117,11 @@ class Adagrad(Optimizer):
         lr, lr_decay, eps = hparams["lr"], hparams["lr_decay"], hparams["eps"]
         l2 = optax.add_decayed_weights(hparams["weight_decay"])
         new_params, new_states = [], []
-        for p, g, state in zip(params, grads, states, strict=True):
+        steps = self._next_steps(states, hparams)
+        for p, g, state, step in zip(params, grads, states, steps, strict=True):
             if hparams["maximize"]:
                 g = -g
             g, _ = l2.update(g, optax.EmptyState(), p)
-            step = state["step"] + 1
             # The traced step keeps one program for every step count.
             clr = lr / (1 + (step - 1) * lr_decay)
             total = state["sum"] + g * g

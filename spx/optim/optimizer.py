@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx.compile import sharing
 from spx.nn import _structure
 from spx.nn.parameter import Parameter
 
@@ -93,10 +94,7 @@ class Optimizer:
             groups = [{"params": groups}]
         for group in groups:
             self.add_param_group(group)
-        self._compiled: dict[Any, Callable] = {}
-        # id(group) -> whether all the group's parameters were initialized in one step and
-        # stepped together ever since, so their per-parameter ``step`` counts are equal.
-        self._lockstep: dict[int, bool] = {}
+        self._compiled: dict[Any, tuple[Callable, dict]] = {}
         # Last switches computed from concrete hyperparameters, per group (see _switches).
         self._switch_cache: dict[int, tuple] = {}
 
@@ -181,6 +179,17 @@ class Optimizer:
         """Pure update of one group: new values and states (``hparams`` may be traced)."""
         raise NotImplementedError
 
+    @staticmethod
+    def _next_steps(states: list[dict[str, Any]], hparams: dict[str, Any]) -> list[Any]:
+        """Each parameter's ``step + 1``: one shared array when the group steps in lockstep.
+
+        Sharing it (rather than adding 1 per parameter) makes one scalar kernel, and
+        ``spx.compile`` passes the shared array through the program once.
+        """
+        if hparams.get("_lockstep"):
+            return [states[0]["step"] + 1] * len(states)
+        return [s["step"] + 1 for s in states]
+
     def _static_switches(self, group: dict[str, Any]) -> dict[str, bool]:
         """Python switches a subclass derives from numeric hyperparameters.
 
@@ -217,25 +226,32 @@ class Optimizer:
                 dynamic[key] = value
             else:
                 static.append((key, _hashable(value)))
-        lockstep = (("_lockstep", self._lockstep.get(id(group), False)),)
-        return (
-            tuple(sorted(static, key=lambda kv: kv[0])) + self._switches(group) + lockstep,
-            dynamic,
-        )
+        return tuple(sorted(static, key=lambda kv: kv[0])) + self._switches(group), dynamic
 
-    def _group_fn(self, static: tuple) -> Callable:
-        fn = self._compiled.get(static)
-        if fn is None:
+    def _group_fn(self, static: tuple, in_shared: sharing.Pattern) -> tuple[Callable, dict]:
+        """The jitted update of a group and its record of the outputs' shared entries.
+
+        State entries shared between parameters (a lockstep group's ``step``) enter and leave
+        the program once; see :mod:`spx.compile.sharing`.
+        """
+        cached = self._compiled.get((static, in_shared))
+        if cached is None:
             static_dict = dict(static)
+            record: dict[str, Any] = {}
 
             def run(params, grads, states, dynamic):
-                return self._update(params, grads, states, {**static_dict, **dynamic})
+                states = list(states)
+                sharing.restore(states, in_shared)
+                new, new_states = self._update(params, grads, states, {**static_dict, **dynamic})
+                record["out_shared"] = sharing.find_shared(new_states)
+                return new, sharing.strip(new_states, record["out_shared"])
 
             # Donate the old optimizer states (internal; state_dict() hands out copies) but
             # not the parameter values: arrays a user took from model.state_dict() before
             # step() must stay readable, as torch's tensors do.
-            fn = self._compiled[static] = jax.jit(run, donate_argnums=(2,))
-        return fn
+            cached = (jax.jit(run, donate_argnums=(2,)), record)
+            self._compiled[(static, in_shared)] = cached
+        return cached
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter whose ``.grad`` is not None; returns ``closure()``."""
@@ -245,8 +261,7 @@ class Optimizer:
             active = [p for p in group["params"] if p.grad is not None]
             if not active:
                 continue
-            self._track_lockstep(group, active)
-            states = []
+            states, fresh = [], 0
             for p in active:
                 state = self.state.get(p)
                 if state is None:
@@ -257,8 +272,14 @@ class Optimizer:
                         # next step (the outputs come back committed).
                         state = jax.device_put(state, p.data.sharding)
                     self.state[p] = state
+                    fresh += 1
                 states.append(state)
+            if fresh == len(states) and "step" in states[0]:
+                # Parameters that start together step together: one shared step array.
+                for state in states[1:]:
+                    state["step"] = states[0]["step"]
             static, dynamic = self._static_and_dynamic(group)
+            static += (("_lockstep", _lockstep(states)),)
             datas = [p.data for p in active]
             grads = [p.grad for p in active]
             if any(isinstance(x, jax.core.Tracer) for x in (*datas, *grads)):
@@ -267,23 +288,36 @@ class Optimizer:
                 # Inside spx.compile / a jax transformation: trace the rule into the caller.
                 new, new_states = self._update(datas, grads, states, {**dict(static), **dynamic})
             else:
-                new, new_states = self._group_fn(static)(datas, grads, states, dynamic)
+                if len(active) < len(group["params"]):
+                    states = self._unshared(group, active, states)
+                in_shared = sharing.find_shared(states)
+                fn, record = self._group_fn(static, in_shared)
+                new, new_states = fn(datas, grads, sharing.strip(states, in_shared), dynamic)
+                sharing.restore(new_states, record["out_shared"])
             for p, value, state in zip(active, new, new_states, strict=True):
                 p.data = value
                 self.state[p] = state
         return loss
 
-    def _track_lockstep(self, group: dict[str, Any], active: list[Parameter]) -> None:
-        # Decided from Python facts only (which grads exist, which states exist), so it holds
-        # for traced steps too. Once a partial step breaks it, it stays broken.
-        everyone = len(active) == len(group["params"])
-        fresh = all(self.state.get(p) is None for p in active)
-        before = self._lockstep.get(id(group))
-        now = everyone and (fresh or bool(before))
-        if now != before:
-            # The flag is part of the update's static key: compiled plans must re-key.
-            self._lockstep[id(group)] = now
-            _structure.bump()
+    def _unshared(
+        self, group: dict[str, Any], active: list[Parameter], states: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """``states`` with copies of the arrays they share with the group's resting params.
+
+        A partial step donates the active parameters' states; an array also held by a
+        parameter that sits the step out (a lockstep group's shared ``step``) must survive.
+        """
+        active_ids = {id(p) for p in active}
+        resting = {
+            id(x)
+            for p in group["params"]
+            if id(p) not in active_ids
+            for x in sharing.arrays_of(self.state.get(p))
+        }
+        return [
+            {k: jnp.array(v, copy=True) if id(v) in resting else v for k, v in s.items()}
+            for s in states
+        ]
 
     # -- serialization -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -347,10 +381,14 @@ class Optimizer:
                 if k != "params":
                     group[k] = copy.deepcopy(v)
         for group in self.param_groups:
-            steps = [self.state.get(p, {}).get("step") for p in group["params"]]
-            self._lockstep[id(group)] = all(v is not None for v in steps) and all(
-                np.asarray(v) == np.asarray(steps[0]) for v in steps
-            )
+            # A group whose saved steps are all equal steps in lockstep again (one array).
+            states = [self.state.get(p) for p in group["params"]]
+            steps = [s.get("step") if s else None for s in states]
+            if steps[0] is not None and all(
+                v is not None and np.asarray(v) == np.asarray(steps[0]) for v in steps
+            ):
+                for state in states:
+                    state["step"] = steps[0]
         _structure.bump()
 
     def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:
@@ -360,6 +398,17 @@ class Optimizer:
         if np.issubdtype(arr.dtype, np.floating) and not param.is_uninitialized:
             return param.dtype
         return None
+
+
+def _lockstep(states: list[dict[str, Any]]) -> bool:
+    """Whether the parameters stepping now hold one shared ``step`` array (equal counts).
+
+    Steps are shared from a group's first step (or by load_state_dict when the counts are equal)
+    and split by any step some parameters sit out, so identity is the whole bookkeeping; it
+    holds for traced states too, which spx.compile passes through the program once.
+    """
+    first = states[0].get("step")
+    return first is not None and all(s.get("step") is first for s in states)
 
 
 def _copy_array(value: Any) -> Any:

@@ -130,12 +130,13 @@ class RMSprop(Optimizer):
         accumulate = optax.trace(decay=hparams["momentum"])
         scale = optax.scale_by_learning_rate(hparams["lr"])
         new_params, new_states = [], []
-        for p, g, state in zip(params, grads, states, strict=True):
+        steps = self._next_steps(states, hparams)
+        for p, g, state, step in zip(params, grads, states, steps, strict=True):
             if hparams["maximize"]:
                 g = -g
             g, _ = l2.update(g, optax.EmptyState(), p)
             # Keys in torch's order; a buffer torch no longer uses is carried over untouched.
-            new_state = {"step": state["step"] + 1}
+            new_state = {"step": step}
             if hparams["centered"]:
                 # A group switched to centered after its first step starts the average at 0.
                 grad_avg = state.get("grad_avg", jnp.zeros_like(p))

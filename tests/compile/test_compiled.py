@@ -1,5 +1,7 @@
 """spx.compile: a fused torch-style step gives torch's numbers and recompiles only when needed."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx.compile import sharing
 from spx.nn import functional as F
 from tests._torch_utils import assert_params_match, copy_torch_weights
 
@@ -191,3 +194,133 @@ def test_static_int_argument_recompiles_per_value():
     assert f(s, 2).shape == () and f(s, 3).shape == ()
     f(s, 2)
     assert f.trace_count == 2
+
+
+def _adamw_pair():
+    t, s = _pair(1)
+    return (
+        t,
+        s,
+        torch.optim.AdamW(t.parameters(), lr=1e-2),
+        spx.optim.AdamW(s.parameters(), lr=1e-2),
+    )
+
+
+def _torch_step(t, topt, x, y):
+    topt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(t(torch.from_numpy(x)), torch.from_numpy(y).long())
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(t.parameters(), 0.5)
+    topt.step()
+
+
+def _program(fn):
+    program = fn._plan.last[0]
+    return program, fn._plan.binding
+
+
+def test_every_donated_buffer_is_updated_in_place():
+    """jax pairs donated inputs with outputs by shape and dtype, in order; the state must come
+    back in the order it went in, or XLA copies parameters and moments on every step."""
+    _, s, _, sopt = _adamw_pair()
+    for x, y in _batches(3):
+        _train_step(s, sopt, jnp.asarray(x), jnp.asarray(y))
+    program, binding = _program(_train_step)
+    flat = binding.read_flat()
+    live = sharing.strip([flat[i] for i in program.live], program.in_shared)
+    x, y = (jnp.asarray(a) for a in _batches(1)[0])
+    compiled = program.jitted.lower(
+        live[: program.donated],
+        live[program.donated :],
+        [flat[i] for i in program.constant],
+        binding.read_hparams(),
+        [x, y],
+    ).compile()
+    header = compiled.as_text().split("\n", 1)[0]
+    aliases = dict(
+        (int(o), int(i)) for o, i in re.findall(r"\{(\d+)\}: \((\d+), \{\}, may-alias\)", header)
+    )
+    n_donated = len(jax.tree_util.tree_leaves(live[: program.donated]))
+    assert n_donated == 4 + 2 * 4 + 1  # params, Adam moments, one shared step
+    assert aliases == {k: k for k in range(n_donated)}
+
+
+def test_a_lockstep_group_shares_one_step_array_through_the_program():
+    t, s, topt, sopt = _adamw_pair()
+    for x, y in _batches(4):
+        _torch_step(t, topt, x, y)
+        _train_step(s, sopt, jnp.asarray(x), jnp.asarray(y))
+    steps = [sopt.state[p]["step"] for p in s.parameters()]
+    assert all(st is steps[0] for st in steps) and float(steps[0]) == 4.0
+    program, _ = _program(_train_step)
+    assert len(program.in_shared) == len(steps) - 1  # the step enters the program once
+    assert _train_step.trace_count == 2  # first step (no state yet), then the steady state
+    assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+    # state_dict hands out torch's layout: one step per parameter, each its own array.
+    sd = sopt.state_dict()["state"]
+    assert sd[0]["step"] is not sd[1]["step"] and float(sd[1]["step"]) == 4.0
+
+
+def test_partial_steps_after_lockstep_steps_keep_every_step_count():
+    """Parameters that sit a step out keep their (shared) step; eager and compiled."""
+    tw = [torch.nn.Parameter(torch.ones(3) * (i + 1)) for i in range(3)]
+    sw = [spx.nn.Parameter(jnp.ones(3) * (i + 1)) for i in range(3)]
+    topt, sopt = torch.optim.Adam(tw, lr=0.1), spx.optim.Adam(sw, lr=0.1)
+
+    @spx.compile
+    def compiled_step(opt):
+        opt.step()
+
+    plan = [((0, 1, 2), True), ((0, 1, 2), True), ((0,), True), ((1,), False), ((0, 1, 2), True)]
+    for i, (active, compiled) in enumerate(plan):
+        for k in range(3):
+            tw[k].grad = torch.full((3,), 0.5 + k + i) if k in active else None
+            sw[k].grad = jnp.full((3,), 0.5 + k + i) if k in active else None
+        topt.step()
+        compiled_step(sopt) if compiled else sopt.step()
+    for t, s in zip(tw, sw, strict=True):
+        np.testing.assert_allclose(np.asarray(s.data), t.detach().numpy(), rtol=1e-6)
+        assert float(sopt.state[s]["step"]) == float(topt.state[t]["step"])
+    assert [float(sopt.state[s]["step"]) for s in sw] == [4.0, 4.0, 3.0]
+
+
+def test_state_the_user_replaces_or_shares_between_calls_still_steps_correctly():
+    tw = [torch.nn.Parameter(torch.tensor([1.0, -2.0, 3.0]) * (i + 1)) for i in range(3)]
+    sw = [spx.nn.Parameter(jnp.asarray([1.0, -2.0, 3.0]) * (i + 1)) for i in range(3)]
+    topt, sopt = torch.optim.Adam(tw, lr=0.1), spx.optim.Adam(sw, lr=0.1)
+
+    def loss(a, b, c, x):
+        return ((a * x) ** 2).sum() + (b * x).sum() ** 2 + (c**2 * x).sum()
+
+    @spx.compile
+    def step(a, b, c, opt, x):
+        opt.zero_grad()
+        spx.backward(lambda a, b, c: loss(a, b, c, x), a, b, c)
+        opt.step()
+
+    def both_step(i):
+        x = np.full(3, 0.5 + i, np.float32)
+        topt.zero_grad()
+        loss(*tw, torch.from_numpy(x)).backward()
+        topt.step()
+        step(*sw, sopt, jnp.asarray(x))
+
+    for i in range(3):
+        both_step(i)
+    # Make two moments the same array (by value: torch's equivalent is a copy). The program
+    # in use takes each array once; XLA refuses it before running and a new one steps.
+    topt.state[tw[2]]["exp_avg"] = topt.state[tw[0]]["exp_avg"].clone()
+    sopt.state[sw[2]]["exp_avg"] = sopt.state[sw[0]]["exp_avg"]
+    both_step(3)
+    # Replace one parameter's step: the group's step is no longer one array.
+    topt.state[tw[1]]["step"] = torch.tensor(2.0)
+    sopt.state[sw[1]]["step"] = jnp.asarray(2.0)
+    both_step(4)
+    both_step(5)
+    for t, s in zip(tw, sw, strict=True):
+        np.testing.assert_allclose(np.asarray(s.data), t.detach().numpy(), rtol=1e-6)
+        # exp_avg_sq differs by ~1.3e-5 relative in eager spx too: 1 - beta2 in float32.
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            np.testing.assert_allclose(
+                np.asarray(sopt.state[s][key]), topt.state[t][key].numpy(), rtol=2e-5, atol=1e-7
+            )

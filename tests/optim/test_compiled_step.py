@@ -131,7 +131,7 @@ def test_scheduler_changes_do_not_recompile(
         assert spx_sched.get_last_lr() == torch_sched.get_last_lr()
         assert_match(torch_opt, spx_opt, torch_params, spx_params, f"after step {i + 1}")
     assert spx_cls.traces == expected_traces
-    (compiled,) = spx_opt._compiled.values()
+    ((compiled, _record),) = spx_opt._compiled.values()
     assert compiled._cache_size() == expected_traces
 
 
