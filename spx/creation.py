@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
+from spx._host import device_array
 from spx.device import device as resolve_device
 
 
@@ -54,7 +55,10 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         >>> spx.tensor([[1.0, 2.0]]).shape
         (1, 2)
     """
-    x = _place(jnp.array(getattr(data, "data", data), dtype=dtype), device)
+    data = _unwrap(data)
+    # torch.tensor always copies; so does this (a donated step could free a shared buffer).
+    x = jnp.array(data, dtype=dtype) if isinstance(data, jax.Array) else device_array(data, dtype)
+    x = _place(x, device)
     if requires_grad:
         from spx.nn.parameter import Parameter
 
@@ -62,16 +66,27 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return x
 
 
+def _unwrap(data: Any) -> Any:
+    """A Parameter's array (numpy arrays have a ``.data`` too: a memoryview, not the values)."""
+    from spx.nn.parameter import Parameter
+
+    return data.data if isinstance(data, Parameter) else data
+
+
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> jax.Array:
-    """Like :func:`tensor`, without copying when ``data`` already is a suitable array."""
-    return _place(jnp.asarray(getattr(data, "data", data), dtype=dtype), device)
+    """Like :func:`tensor`, without copying when ``data`` already is a jax array.
+
+    Host memory (numpy, torch tensors) is copied: a jax array can't share mutable memory, which
+    torch's ``as_tensor`` does.
+    """
+    return _place(device_array(_unwrap(data), dtype=dtype), device)
 
 
 def from_numpy(ndarray: np.ndarray) -> jax.Array:
-    """A ``jax.Array`` from a numpy array (a copy: JAX arrays never alias host memory)."""
+    """A ``jax.Array`` from a numpy array, copied (torch's shares memory; a jax array can't)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"spx.from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
-    return jnp.asarray(ndarray)
+    return device_array(ndarray)
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None) -> jax.Array:

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._host import device_array
 from spx.nn import _pytree, _structure
 from spx.nn.parameter import Parameter, _as_array
 
@@ -135,8 +136,8 @@ class Module:
                 )
             if (value is None) != (buffers[name] is None):
                 _structure.bump()
-            # jnp.array copies: numpy memory is mutable and must not alias an immutable buffer.
-            buffers[name] = jnp.array(value) if isinstance(value, np.ndarray) else value
+            # numpy memory is mutable and must not back an immutable buffer: a host copy.
+            buffers[name] = device_array(value) if isinstance(value, np.ndarray) else value
         else:
             # Plain attributes may steer forward (flags, sizes): they are static structure.
             object.__setattr__(self, name, value)
@@ -568,12 +569,8 @@ def _unexpected_keys(module: Module, keys: list[str], prefix: str) -> list[str]:
 
 
 def _converted(value: Any, dtype: Any, like: Any) -> jax.Array:
-    if isinstance(value, np.ndarray | np.generic):
-        # Copy: jnp.asarray(numpy, dtype=...) may alias the numpy buffer (zero-copy on CPU), and
-        # a checkpoint's numpy array (e.g. torch's ``t.numpy()``) can be mutated afterwards.
-        array = jnp.array(value, dtype=dtype)
-    else:
-        array = jnp.asarray(value, dtype=dtype)
+    # A checkpoint's numpy array (e.g. torch's ``t.numpy()``) can be written afterwards.
+    array = device_array(value, dtype=dtype)
     old = like.data if isinstance(like, Parameter) else like
     devices = getattr(old, "devices", None)
     if devices is not None:

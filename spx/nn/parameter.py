@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._host import device_array
+
 _UNINITIALIZED_MSG = (
     "{what} of an uninitialized (lazy) parameter of shape ? was read. Its shape is only known "
     "after the module's first forward call. Run one forward pass first, e.g.\n"
@@ -34,8 +36,7 @@ def _as_array(value: Any, what: str) -> jax.Array:
     if isinstance(value, jax.Array):
         return value
     if isinstance(value, np.ndarray | np.generic):
-        # A copy: jnp.asarray may alias numpy memory on CPU, and numpy arrays are mutable.
-        return jnp.array(value)
+        return device_array(value)  # a host copy: numpy memory is mutable
     raise TypeError(
         f"{what} must be a jax.Array or numpy.ndarray, got {type(value).__name__}: {value!r:.80}. "
         f"Wrap Python numbers or lists first, e.g. spx.tensor({value!r:.40})."

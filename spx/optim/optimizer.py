@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._host import device_array
 from spx.compile import sharing
 from spx.nn import _structure
 from spx.nn.parameter import Parameter
@@ -370,9 +371,10 @@ class Optimizer:
             param = id_to_param.get(int(key))
             if param is None:
                 raise ValueError(f"optimizer state_dict has state for unknown parameter {key}")
-            # jnp.array copies: the caller keeps its arrays, and step() donates ours.
+            # Copies: the caller keeps its arrays (host memory may change later), and step()
+            # donates ours.
             new_state[param] = {
-                k: None if v is None else jnp.array(v, dtype=self._state_dtype(k, v, param))
+                k: None if v is None else _owned(v, self._state_dtype(k, v, param))
                 for k, v in value.items()
             }
         self.state = new_state
@@ -409,6 +411,13 @@ def _lockstep(states: list[dict[str, Any]]) -> bool:
     """
     first = states[0].get("step")
     return first is not None and all(s.get("step") is first for s in states)
+
+
+def _owned(value: Any, dtype: Any) -> jax.Array:
+    """A copy the optimizer owns (its step() donates state buffers)."""
+    if isinstance(value, jax.Array):
+        return jnp.array(value, dtype=dtype, copy=True)
+    return device_array(value, dtype=dtype)
 
 
 def _copy_array(value: Any) -> Any:

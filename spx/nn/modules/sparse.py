@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._host import device_array
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -110,11 +111,7 @@ class Embedding(Module):
                     f"({num_embeddings}, {embedding_dim}) = (num_embeddings, embedding_dim)"
                 )
             # numpy is copied (its memory is mutable); a jax array is used as is (immutable).
-            table = (
-                jnp.array(table, dtype=dtype)
-                if isinstance(table, np.ndarray)
-                else jnp.asarray(table, dtype=dtype)
-            )
+            table = device_array(table, dtype=dtype)
             self.weight = Parameter(table, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
