@@ -1,13 +1,19 @@
 """Benchmark: one training step (forward + backward + AdamW) of a small GPT, four ways.
 
 * spx      — ``examples/gpt.py`` + ``spx.optim.AdamW`` in a torch-style step under ``spx.compile``
+             (``zero_grad(); backward; step()``: as in torch, ``p.grad`` holds the step's
+             gradients afterwards)
+* spx -grad — the same step ending with ``opt.zero_grad()``: it keeps no gradients, like the
+             raw JAX and flax.nnx steps, which return only parameters, optimizer state and loss
 * raw JAX  — the same network as a pure function over a dict of arrays, ``jax.jit`` with donated
              parameters and ``optax.adamw`` (the floor for dispatch overhead)
 * flax.nnx — the same network with ``nnx`` modules and ``nnx.jit`` (needs ``flax``)
 * torch    — the same network with ``torch.nn`` in eager mode, one intra-op thread (needs ``torch``)
 
 Each step is timed to completion (``block_until_ready`` on the loss / ``loss.item()``); the
-table shows medians and the ratio to raw JAX. Target: spx <= 1.10x raw JAX.
+table shows medians and the ratio to raw JAX. Target: spx <= 1.10x raw JAX. Keeping the
+gradients costs the tiny model ~0.1 ms: 29 more arrays per step, each a few microseconds of
+jax runtime bookkeeping (no extra kernels: the compiled programs have the same fusions).
 
 Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium]``
 """
@@ -58,7 +64,7 @@ def _batch(cfg: GPTConfig, batch: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- spx ---------------------------------------------------------------------------------------
-def bench_spx(cfg: GPTConfig, batch: int, steps: int) -> float:
+def bench_spx(cfg: GPTConfig, batch: int, steps: int, keep_grads: bool = True) -> float:
     spx.manual_seed(0)
     model = GPT(cfg)
     opt = spx.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
@@ -68,6 +74,8 @@ def bench_spx(cfg: GPTConfig, batch: int, steps: int) -> float:
         opt.zero_grad()
         loss = spx.backward(lambda m: lm_loss(m(x), y), model)
         opt.step()
+        if not keep_grads:
+            opt.zero_grad()
         return loss
 
     x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
@@ -285,7 +293,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(CONFIGS))
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; medians of {args.steps} steps")
-    print(f"{'config':<8} {'impl':<9} {'ms/step':>9} {'x raw JAX':>10}")
+    print(f"{'config':<8} {'impl':<10} {'ms/step':>9} {'x raw JAX':>10}")
     for name, (cfg, batch) in CONFIGS.items():
         if args.only and name != args.only:
             continue
@@ -294,14 +302,15 @@ def main() -> None:
         results = {
             "raw JAX": raw,
             "spx": bench_spx(cfg, batch, steps),
+            "spx -grad": bench_spx(cfg, batch, steps, keep_grads=False),
             "flax.nnx": bench_nnx(cfg, batch, steps),
             "torch": bench_torch(cfg, batch, steps),
         }
         for impl, ms in results.items():
             if ms is None:
-                print(f"{name:<8} {impl:<9} {'n/a':>9} {'(not installed)':>10}")
+                print(f"{name:<8} {impl:<10} {'n/a':>9} {'(not installed)':>10}")
             else:
-                print(f"{name:<8} {impl:<9} {ms:9.3f} {ms / raw:10.2f}")
+                print(f"{name:<8} {impl:<10} {ms:9.3f} {ms / raw:10.2f}")
 
 
 if __name__ == "__main__":

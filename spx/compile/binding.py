@@ -23,6 +23,8 @@ from spx import random as spx_random
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 
+_STATEFUL: tuple[type, ...] = ()
+
 
 def _is_optimizer(x: Any) -> bool:
     from spx.optim.optimizer import Optimizer
@@ -32,7 +34,13 @@ def _is_optimizer(x: Any) -> bool:
 
 def is_stateful(x: Any) -> bool:
     """Objects a Binding walks into: Modules, Parameters and Optimizers."""
-    return isinstance(x, Module | Parameter) or _is_optimizer(x)
+    global _STATEFUL
+    if not _STATEFUL:
+        # Resolved on first use (spx.optim imports this module); every compiled call asks.
+        from spx.optim.optimizer import Optimizer
+
+        _STATEFUL = (Module, Parameter, Optimizer)
+    return isinstance(x, _STATEFUL)
 
 
 class Binding:

@@ -399,6 +399,11 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
     ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and draw randomness; all of
     that state is written back into the objects after each call. It returns arrays.
 
+    Every array that survives the step is an output of the program. As in torch, ``p.grad``
+    holds the step's gradients afterwards; a step that ends with ``opt.zero_grad()`` keeps none
+    and saves a few microseconds per parameter (what a raw ``jax.jit`` step that returns only
+    parameters and optimizer state saves too).
+
     Args:
         fn: the step function.
         donate: donate the replaced state buffers to XLA (default). Arrays you kept from before

@@ -3,10 +3,11 @@
 The moments come from optax's ``update_moment`` helpers and L2 decay from
 ``add_decayed_weights``; the update is torch's formula
 ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`` with the bias corrections taken
-from the traced step (the program never changes as the step count grows): one scalar for a group
-whose parameters always stepped together (the usual case, tracked by ``Optimizer``), else one
-vector for the group. AMSGrad keeps torch's running maximum of the *raw* second moment,
-bias-corrected afterwards (``optax.scale_by_amsgrad`` takes the maximum of the corrected one).
+from the traced step (the program never changes as the step count grows): one scalar when the
+stepping parameters share one ``step`` array (the usual case: parameters that start together
+share it until a step some of them sit out), else one vector for the group. AMSGrad keeps
+torch's running maximum of the *raw* second moment, bias-corrected afterwards
+(``optax.scale_by_amsgrad`` takes the maximum of the corrected one).
 """
 
 from __future__ import annotations
@@ -142,8 +143,8 @@ class Adam(Optimizer):
         # Bias corrections for the whole group as one vector: per-parameter scalar arithmetic
         # would become dozens of tiny XLA kernels, each costing more than its math.
         if hparams.get("_lockstep"):
-            # Every parameter of the group has the same step count (Optimizer tracks this):
-            # one scalar bias correction, which XLA fuses into each parameter's update.
+            # The parameters share one step array (see Optimizer.step): one scalar bias
+            # correction, which XLA fuses into each parameter's update, and one new step.
             step = jnp.asarray(states[0]["step"], jnp.float32) + 1
             steps = [step] * len(states)
             bias_correction1 = [1 - beta1**step] * len(states)
