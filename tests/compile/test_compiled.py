@@ -324,3 +324,15 @@ def test_state_the_user_replaces_or_shares_between_calls_still_steps_correctly()
             np.testing.assert_allclose(
                 np.asarray(sopt.state[s][key]), topt.state[t][key].numpy(), rtol=2e-5, atol=1e-7
             )
+
+
+def test_without_donation_old_arrays_stay_readable_and_numbers_match():
+    t, s, topt, sopt = _adamw_pair()
+    step = spx.compile(_train_step.fn, donate=False)
+    kept = s[0].weight.data
+    before = np.asarray(kept).copy()
+    for x, y in _batches(3):
+        _torch_step(t, topt, x, y)
+        step(s, sopt, jnp.asarray(x), jnp.asarray(y))
+    np.testing.assert_array_equal(np.asarray(kept), before)  # still alive, unchanged
+    assert_params_match(t, s, rtol=1e-5, atol=1e-6)
