@@ -23,24 +23,25 @@ from spx import random as spx_random
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 
-_STATEFUL: tuple[type, ...] = ()
+_OPTIMIZER: list[type] = []
+
+
+def _optimizer_type() -> type:
+    # Resolved on first use (spx.optim imports this module); every compiled call asks.
+    if not _OPTIMIZER:
+        from spx.optim.optimizer import Optimizer
+
+        _OPTIMIZER.append(Optimizer)
+    return _OPTIMIZER[0]
 
 
 def _is_optimizer(x: Any) -> bool:
-    from spx.optim.optimizer import Optimizer
-
-    return isinstance(x, Optimizer)
+    return isinstance(x, _optimizer_type())
 
 
 def is_stateful(x: Any) -> bool:
     """Objects a Binding walks into: Modules, Parameters and Optimizers."""
-    global _STATEFUL
-    if not _STATEFUL:
-        # Resolved on first use (spx.optim imports this module); every compiled call asks.
-        from spx.optim.optimizer import Optimizer
-
-        _STATEFUL = (Module, Parameter, Optimizer)
-    return isinstance(x, _STATEFUL)
+    return isinstance(x, Module | Parameter) or _is_optimizer(x)
 
 
 class Binding:
