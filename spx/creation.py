@@ -57,7 +57,10 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     """
     data = _unwrap(data)
     # torch.tensor always copies; so does this (a donated step could free a shared buffer).
-    x = jnp.array(data, dtype=dtype) if isinstance(data, jax.Array) else device_array(data, dtype)
+    if isinstance(data, jax.Array):
+        x = jnp.array(data, dtype=dtype)
+    else:
+        x = _numeric(data, dtype, "tensor")
     x = _place(x, device)
     if requires_grad:
         from spx.nn.parameter import Parameter
@@ -79,7 +82,18 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> jax.Array:
     Host memory (numpy, torch tensors) is copied: a jax array can't share mutable memory, which
     torch's ``as_tensor`` does.
     """
-    return _place(device_array(_unwrap(data), dtype=dtype), device)
+    return _place(_numeric(_unwrap(data), dtype, "as_tensor"), device)
+
+
+def _numeric(data: Any, dtype: Any, fn: str) -> jax.Array:
+    """``device_array(data)``, with torch's kind of error for data that isn't numbers."""
+    try:
+        return device_array(data, dtype=dtype)
+    except TypeError as e:
+        raise TypeError(
+            f"spx.{fn}: can't make an array of {data!r:.60} ({type(data).__name__}): {e} "
+            "Pass numbers, (nested) lists of numbers, numpy arrays or jax arrays."
+        ) from None
 
 
 def from_numpy(ndarray: np.ndarray) -> jax.Array:

@@ -88,3 +88,10 @@ def test_device_strings_resolve_to_jax_devices():
         spx.device("tpu7")
     x = spx.zeros(2, device="cpu:1")
     assert x.devices() == {cpus[1]}
+
+
+@pytest.mark.parametrize("fn", [spx.tensor, spx.as_tensor])
+@pytest.mark.parametrize("bad", ["abc", [1.0, "a"], object()])
+def test_non_numeric_data_is_a_clear_error(fn, bad):
+    with pytest.raises(TypeError, match=r"can't make an array of .*Pass numbers"):
+        fn(bad)
