@@ -89,9 +89,10 @@ def _numeric(data: Any, dtype: Any, fn: str) -> jax.Array:
     """``device_array(data)``, with torch's kind of error for data that isn't numbers."""
     try:
         return device_array(data, dtype=dtype)
-    except TypeError as e:
-        raise TypeError(
-            f"spx.{fn}: can't make an array of {data!r:.60} ({type(data).__name__}): {e} "
+    except (TypeError, ValueError) as e:  # non-numbers, None, ragged lists
+        raise type(e)(
+            f"spx.{fn}: can't make an array of {data!r:.60} ({type(data).__name__}): "
+            f"{str(e).rstrip('.')}. "
             "Pass numbers, (nested) lists of numbers, numpy arrays or jax arrays."
         ) from None
 
