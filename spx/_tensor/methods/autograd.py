@@ -1,0 +1,165 @@
+"""Autograd on :class:`spx.Tensor`: ``backward``, ``.grad``, ``requires_grad_``, hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+
+class GradFn:
+    """What ``t.grad_fn`` returns for a tensor with autograd history (torch's Node, named).
+
+    Example:
+        >>> import spx
+        >>> x = spx.ones(2, requires_grad=True)
+        >>> (x * 2).grad_fn.name()
+        'multiplyBackward'
+    """
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def name(self) -> str:
+        fn = self._node.fn
+        name = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
+        return f"{name}Backward"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+
+class AutogradMethods:
+    """``backward``, ``grad``, ``requires_grad_``, ``retain_grad``, ``register_hook``."""
+
+    __slots__ = ()
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Accumulate d self / d leaf into every leaf's ``.grad`` (mirrors torch).
+
+        Args:
+            gradient: d loss / d self for a non-scalar tensor (same shape as self).
+            retain_graph: keep the graph so that a second backward through it works.
+            create_graph: not supported (raises).
+            inputs: accumulate only into these tensors.
+        """
+        from spx._tensor.autograd import backward
+
+        backward(self, None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    @property
+    def grad(self) -> Any:
+        if not self.is_leaf:
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad = None
+            return
+        from spx._tensor.tensor import Tensor
+
+        if not isinstance(value, Tensor):
+            from spx.ops.creation import as_value
+
+            value = Tensor._of(as_value(value))
+        if tuple(value.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"assigned grad has data of a different size: the tensor is "
+                f"{list(self.shape)}, the gradient {list(value.shape)}. Assign a gradient of "
+                "the same shape (e.g. a reduction or reshape of what you computed)."
+            )
+        if np.dtype(value.dtype) != np.dtype(self.dtype):
+            raise RuntimeError(
+                f"assigned grad has data of a different type: the tensor is {self.dtype}, the "
+                f"gradient {value.dtype}; cast it: p.grad = g.to(p.dtype)"
+            )
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def grad_fn(self) -> GradFn | None:
+        node = self._cur().node
+        return GradFn(node) if node.requires_grad else None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        if not isinstance(requires_grad, bool):
+            raise TypeError(f"requires_grad_ expects a bool, got {requires_grad!r}")
+        if not self.is_leaf:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not jnp.issubdtype(self.dtype, jnp.inexact):
+            raise RuntimeError(
+                f"only Tensors of floating point and complex dtype can require gradients (this "
+                f"one is {self.dtype}); convert first: t = t.float().requires_grad_()"
+            )
+        self._rg = requires_grad
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for a non-leaf tensor (not supported: raises with the alternative)."""
+        if self.is_leaf:
+            return
+        raise NotImplementedError(
+            "retain_grad() on a non-leaf tensor is not supported by spx; get the gradient with "
+            "spx.autograd.grad(loss, intermediate, retain_graph=True)"
+        )
+
+    @property
+    def retains_grad(self) -> bool:
+        return False
+
+    def register_hook(self, hook: Callable[[Any], Any]) -> Any:
+        """Call ``hook(grad)`` when a gradient is accumulated into this leaf's ``.grad``.
+
+        The hook may return a replacement gradient. Hooks on non-leaf tensors are not supported.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not self.is_leaf:
+            raise NotImplementedError(
+                "register_hook on a non-leaf tensor is not supported by spx; register it on a "
+                "leaf (a Parameter) or use spx.autograd.grad on the intermediate"
+            )
+        hooks = self.__dict__.setdefault("_grad_hooks", [])
+        hooks.append(hook)
+        return _Handle(hooks, hook)
+
+
+class _Handle:
+    """``handle.remove()`` unregisters a hook (torch's RemovableHandle)."""
+
+    def __init__(self, hooks: list, hook: Any) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)

@@ -1,0 +1,381 @@
+"""Indexing of :class:`spx.Tensor`: ``x[...]``, ``x[...] = v``, gather/scatter and friends.
+
+``x[i]``, ``x[a:b]``, ``x[None]``, ``x[..., 0]`` are views (writes through them reach ``x``).
+Integer indices and slice starts are program inputs, not part of the compiled program's key,
+so ``X[i : i + batch]`` in a loop compiles once. Integer tensors/lists index as in numpy (a
+copy, torch's "advanced indexing"); a boolean mask is turned into positions first, which needs
+its value (a synchronization; inside a JAX transformation use ``masked_fill``/``spx.where``).
+``x[mask] = scalar`` needs no synchronization.
+
+Out-of-range integers raise IndexError as in torch. Index *tensors* are checked when their
+value is already computed; an index computed lazily in the same program is not (an
+out-of-range entry then reads NaN for floats, as in JAX).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from spx._tensor import _dims
+from spx._tensor.dispatch import apply
+
+
+def _index(x: Any, *rest: Any) -> Any:
+    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``."""
+    spec = rest[-1]
+    dyn = iter(rest[:-1])
+    index: list[Any] = []
+    axis = 0
+    for e in spec:
+        kind = e[0]
+        if kind == "n":
+            index.append(None)
+            continue
+        if kind == "s":
+            x = lax.dynamic_slice_in_dim(x, next(dyn), e[1], axis)
+            index.append(slice(None))
+        elif kind == "S":
+            index.append(slice(e[1], e[2], e[3]))
+        elif kind == "i":
+            index.append(next(dyn))
+        else:  # "a": an integer array
+            index.append(next(dyn))
+        axis += 1
+    return x[tuple(index)] if index else x
+
+
+def _setitem(x: Any, value: Any, *rest: Any) -> Any:
+    """``x`` with the elements ``x[index]`` replaced by ``value`` (broadcast, cast)."""
+    positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
+    where = _index(positions, *rest)
+    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    return x.reshape(-1).at[where.reshape(-1)].set(value.reshape(-1)).reshape(x.shape)
+
+
+def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
+    mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return jnp.where(mask, jnp.asarray(value).astype(x.dtype), x)
+
+
+def _gather(x: Any, index: Any, axis: int) -> Any:
+    # torch allows index smaller than x in the other dimensions: take the leading part.
+    part = tuple(slice(None) if d == axis else slice(0, index.shape[d]) for d in range(x.ndim))
+    return jnp.take_along_axis(x[part], index, axis=axis)
+
+
+def _scatter_index(index: Any, axis: int) -> tuple:
+    return tuple(
+        index if d == axis else lax.broadcasted_iota(index.dtype, index.shape, d)
+        for d in range(index.ndim)
+    )
+
+
+def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any:
+    src = jnp.broadcast_to(jnp.asarray(src, x.dtype), index.shape) if jnp.ndim(src) == 0 else src
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    at = x.at[_scatter_index(index, axis)]
+    if reduce is None:
+        return at.set(src)
+    if reduce in ("add", "sum"):
+        return at.add(src)
+    if reduce in ("multiply", "prod"):
+        return at.multiply(src)
+    if reduce == "amax":
+        return at.max(src)
+    if reduce == "amin":
+        return at.min(src)
+    raise RuntimeError(f"scatter: unknown reduce {reduce!r}")
+
+
+def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -> Any:
+    idx = _scatter_index(index, axis)
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    base = x if include_self else jnp.zeros_like(x)
+    total = base.at[idx].add(src)
+    count = jnp.full(x.shape, 1 if include_self else 0, x.dtype).at[idx].add(1)
+    out = total / jnp.maximum(count, 1)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        out = jnp.floor_divide(total, jnp.maximum(count, 1))
+    return jnp.where(count > 0, out, x).astype(x.dtype)
+
+
+def _scatter_reduce_excl(x: Any, index: Any, src: Any, axis: int, reduce: str) -> Any:
+    idx = _scatter_index(index, axis)
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    hit = jnp.zeros(x.shape, bool).at[idx].set(True)
+    if reduce == "sum":
+        out = jnp.zeros_like(x).at[idx].add(src)
+    elif reduce == "prod":
+        out = jnp.ones_like(x).at[idx].multiply(src)
+    elif reduce == "amax":
+        out = jnp.full_like(x, _lowest(x.dtype)).at[idx].max(src)
+    else:
+        out = jnp.full_like(x, _highest(x.dtype)).at[idx].min(src)
+    return jnp.where(hit, out, x)
+
+
+def _lowest(dtype: Any) -> Any:
+    return -jnp.inf if jnp.issubdtype(dtype, jnp.inexact) else jnp.iinfo(dtype).min
+
+
+def _highest(dtype: Any) -> Any:
+    return jnp.inf if jnp.issubdtype(dtype, jnp.inexact) else jnp.iinfo(dtype).max
+
+
+def _index_select(x: Any, index: Any, axis: int) -> Any:
+    return jnp.take(x, index.reshape(-1), axis=axis)
+
+
+def _index_update(x: Any, index: Any, src: Any, alpha: Any, axis: int, mode: str) -> Any:
+    where = (slice(None),) * axis + (index.reshape(-1),)
+    if mode == "add":
+        return x.at[where].add((alpha * src).astype(x.dtype))
+    if mode == "fill":
+        return x.at[where].set(jnp.asarray(src, x.dtype))
+    return x.at[where].set(src.astype(x.dtype))
+
+
+def _take(x: Any, index: Any) -> Any:
+    return jnp.take(x.reshape(-1), index)
+
+
+def _take_along(x: Any, index: Any, axis: int | None) -> Any:
+    if axis is None:
+        return jnp.take(x.reshape(-1), index.reshape(-1))
+    return jnp.take_along_axis(x, index, axis=axis)
+
+
+def _is_array_like(obj: Any) -> bool:
+    return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
+
+
+def _host(obj: Any) -> np.ndarray | None:
+    """The value of an index when it is cheaply available on the host, else None."""
+    if hasattr(obj, "_ref"):
+        s = obj._cur()
+        values = s.node.values
+        if values is None or isinstance(values[s.idx], jax.core.Tracer):
+            return None
+        return np.asarray(values[s.idx])
+    if isinstance(obj, jax.core.Tracer):
+        return None
+    return np.asarray(obj)
+
+
+def _dtype_of(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return np.asarray(obj).dtype
+    return obj.dtype
+
+
+def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
+    """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    consumed = 0
+    for e in index:
+        if e is None or e is Ellipsis:
+            continue
+        if _is_array_like(e) and np.dtype(_dtype_of(e)) == np.bool_:
+            consumed += np.ndim(e) if not hasattr(e, "_ref") else e.ndim
+        else:
+            consumed += 1
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {consumed})")
+    ellipses = sum(1 for e in index if e is Ellipsis)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    spec: list[tuple] = []
+    dyn: list[Any] = []
+    axis = 0
+    for e in index:
+        if e is Ellipsis:
+            for _ in range(len(shape) - consumed):
+                spec.append(("S", None, None, None))
+                axis += 1
+        elif e is None:
+            spec.append(("n",))
+        elif isinstance(e, slice):
+            n = shape[axis]
+            start, stop, step = e.start, e.stop, e.step
+            step = 1 if step is None else int(step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            lo, hi, _ = slice(
+                None if start is None else int(start), None if stop is None else int(stop), step
+            ).indices(n)
+            length = max(0, -(-(hi - lo) // step))
+            if step == 1:
+                spec.append(("s", length))
+                dyn.append(lo if length else 0)
+            else:
+                spec.append(("S", lo, hi, step))
+            axis += 1
+        elif isinstance(e, int | np.integer) and not isinstance(e, bool):
+            n = shape[axis]
+            i = int(e)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
+            spec.append(("i",))
+            dyn.append(i % n)
+            axis += 1
+        elif _is_array_like(e) or isinstance(e, bool):
+            arr = e
+            if isinstance(e, bool | list):
+                arr = np.asarray(e)
+            if np.dtype(_dtype_of(arr)) == np.bool_:
+                host = _host(arr)
+                if host is None:
+                    raise IndexError(
+                        "indexing with a boolean mask needs the mask's value, which is not "
+                        "available inside a JAX transformation (its result's shape depends on "
+                        "it). Use x.masked_fill(~mask, 0) or spx.where(mask, x, 0) instead."
+                    )
+                for d in range(host.ndim):
+                    if host.shape[d] != shape[axis + d]:
+                        raise IndexError(
+                            f"The shape of the mask {list(host.shape)} at index {d} does not "
+                            f"match the shape of the indexed tensor {list(shape)} at index "
+                            f"{axis + d}"
+                        )
+                for positions in np.nonzero(host):
+                    spec.append(("a",))
+                    dyn.append(positions.astype(np.int32))
+                axis += max(host.ndim, 1)
+                continue
+            if not np.issubdtype(np.dtype(_dtype_of(arr)), np.integer):
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors, got "
+                    f"{_dtype_of(arr)}"
+                )
+            host = _host(arr)
+            if host is not None and host.size:
+                n = shape[axis]
+                if host.max() >= n or host.min() < -n:
+                    bad = host.max() if host.max() >= n else host.min()
+                    raise IndexError(
+                        f"index {bad} is out of bounds for dimension {axis} with size {n}"
+                    )
+            spec.append(("a",))
+            dyn.append(np.asarray(arr) if isinstance(arr, list) else arr)
+            axis += 1
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                f"Variables are valid indices (got {type(e).__name__})"
+            )
+    return tuple(spec), tuple(dyn)
+
+
+def _all_basic(spec: tuple) -> bool:
+    return all(e[0] != "a" for e in spec)
+
+
+class IndexingMethods:
+    """``[]``, ``[] =``, gather/scatter, index_select/index_add/index_fill, masked_select."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index: Any) -> Any:
+        spec, dyn = _parse(self._aval.shape, index)
+        out = apply(_index, (spec,), (self, *dyn))
+        if _all_basic(spec):
+            return self._make_view(out, _index, (spec,), dyn)
+        return out
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        shape = self._aval.shape
+        if (
+            (hasattr(index, "_ref") or isinstance(index, jax.Array | np.ndarray))
+            and np.dtype(index.dtype) == np.bool_
+            and np.ndim(value) == 0
+        ):
+            # x[mask] = scalar: a select, no need to know where the mask is True.
+            self._assign_op(_mask_fill, (), (self, index, value))
+            return
+        spec, dyn = _parse(shape, index)
+        self._assign_op(_setitem, (spec,), (self, value, *dyn))
+
+    def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_gather, (d,), (self, index))
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
+        d = None if dim is None else _dims.dim(dim, self.ndim)
+        return apply(_take_along, (d,), (self, indices))
+
+    def take(self, index: Any) -> Any:
+        return apply(_take, (), (self, index))
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value=None, reduce=None) -> Any:
+        """Write ``src`` (or ``value``) into ``self`` at ``index`` along ``dim`` (a copy)."""
+        if src is None:
+            src = value
+        if reduce is not None and reduce not in ("add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
+        return apply(_scatter, (_dims.dim(dim, self.ndim), reduce), (self, index, src))
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
+        return apply(_scatter, (_dims.dim(dim, self.ndim), "add"), (self, index, src))
+
+    def scatter_reduce(
+        self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True
+    ) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError(
+                f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+            )
+        if reduce == "mean":
+            return apply(_scatter_mean, (d, include_self), (self, index, src))
+        if include_self:
+            return apply(_scatter, (d, reduce), (self, index, src))
+        return apply(_scatter_reduce_excl, (d, reduce), (self, index, src))
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return apply(_index_select, (_dims.dim(dim, self.ndim),), (self, index))
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "add"), (self, index, source, alpha))
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "copy"), (self, index, source, 1))
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "fill"), (self, index, value, 1))
+
+    def masked_select(self, mask: Any) -> Any:
+        """The elements where ``mask`` (broadcast to ``self``) is True, as a 1-D tensor."""
+        shape = jnp.broadcast_shapes(tuple(self.shape), tuple(np.shape(mask)))
+        full = self.expand(*shape) if tuple(self.shape) != shape else self
+        m = mask if tuple(np.shape(mask)) == shape else _broadcast_mask(mask, shape)
+        return full[m]
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """Indices of the non-zero elements: ``(n, ndim)``, or one 1-D tensor per dimension."""
+        from spx._tensor.tensor import Tensor
+
+        host = np.asarray(self._value_for_host("nonzero"))
+        found = np.nonzero(host)
+        if as_tuple:
+            return tuple(Tensor._of(jnp.asarray(f.astype(np.int32))) for f in found)
+        return Tensor._of(jnp.asarray(np.stack(found, axis=-1).astype(np.int32)))
+
+    def argwhere(self) -> Any:
+        return self.nonzero()
+
+
+def _broadcast_mask(mask: Any, shape: tuple) -> Any:
+    from spx._tensor.tensor import Tensor
+
+    if hasattr(mask, "_ref"):
+        return mask.expand(*shape)
+    return Tensor._of(jnp.broadcast_to(jnp.asarray(mask), shape))

@@ -1,0 +1,174 @@
+"""In-place methods of :class:`spx.Tensor` (``add_``, ``copy_``, ``zero_``, ``normal_``, ...).
+
+Each computes its result as the out-of-place method would, casts it to ``self``'s dtype under
+torch's rule (a float result cannot be written into an integer tensor), and rebinds ``self``
+(``Tensor._assign``), writing through to the base of a view. They return ``self``. On a leaf
+that requires grad they raise unless grad mode is off (``with spx.no_grad():``), as in torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx._tensor.dispatch import apply
+
+
+def _full_like(x: Any, value: Any) -> Any:
+    return jnp.full(x.shape, value, x.dtype)
+
+
+def _copy_to(src: Any, shape: tuple, dtype: Any) -> Any:
+    return jnp.broadcast_to(jnp.asarray(src).astype(dtype), shape)
+
+
+def _astype(x: Any, dtype: Any) -> Any:
+    return x.astype(dtype)
+
+
+def _uniform(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.uniform(key, shape, dtype, lo, hi)
+
+
+def _normal(key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
+    return mean + std * jax.random.normal(key, shape, dtype)
+
+
+def _bernoulli(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.bernoulli(key, p, shape).astype(dtype)
+
+
+def _exponential(key: Any, lambd: Any, shape: tuple, dtype: Any) -> Any:
+    return (jax.random.exponential(key, shape, jnp.float32) / lambd).astype(dtype)
+
+
+def _randint(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.randint(key, shape, lo, hi, jnp.int32).astype(dtype)
+
+
+def _fill_diagonal(x: Any, value: Any, wrap: bool) -> Any:
+    n = min(x.shape) if not wrap else x.shape[0]
+    idx = jnp.arange(n)
+    cols = idx % x.shape[1] if wrap else idx
+    return x.at[(idx, cols)].set(value)
+
+
+def _key(generator: Any) -> Any:
+    from spx import random as spx_random
+
+    return spx_random.next_key() if generator is None else generator
+
+
+class InplaceMethods:
+    """In-place updates."""
+
+    __slots__ = ()
+
+    def _cast_for_inplace(self, dtype: Any) -> Any:
+        src = np.dtype(self.dtype)
+        dst = np.dtype(dtype)
+        if not np.can_cast(src, dst, casting="same_kind"):
+            raise RuntimeError(
+                f"result type {src} can't be cast to the desired output type {dst}; write "
+                f"into a tensor of a wider type, or cast explicitly: x.copy_(result.to({dst}))"
+            )
+        return apply(_astype, (dst,), (self,))
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> Any:
+        """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
+        return self._assign_op(_copy_to, (tuple(self.shape), np.dtype(self.dtype)), (src,))
+
+    def fill_(self, value: Any) -> Any:
+        return self._assign_op(_full_like, (), (self, value))
+
+    def zero_(self) -> Any:
+        return self._assign_op(_full_like, (), (self, 0))
+
+    def fill_diagonal_(self, fill_value: Any, wrap: bool = False) -> Any:
+        return self._assign_op(_fill_diagonal, (wrap,), (self, fill_value))
+
+    def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> Any:
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_uniform, static, (_key(generator), from_, to))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_normal, static, (_key(generator), mean, std))
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Any:
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_bernoulli, static, (_key(generator), p))
+
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Any:
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_exponential, static, (_key(generator), lambd))
+
+    def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Any:
+        if to is None:
+            from_, to = 0, from_ if from_ else 2**24
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_randint, static, (_key(generator), from_, to))
+
+    # Arithmetic operators in place: ``x += y`` is ``x.add_(y)`` in torch.
+    def __iadd__(self, other: Any) -> Any:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Any:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Any:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Any:
+        return self.div_(other)
+
+    def __ifloordiv__(self, other: Any) -> Any:
+        return self.floor_divide_(other)
+
+    def __imod__(self, other: Any) -> Any:
+        return self.remainder_(other)
+
+    def __ipow__(self, other: Any) -> Any:
+        return self.pow_(other)
+
+    def __iand__(self, other: Any) -> Any:
+        return self.bitwise_and_(other)
+
+    def __ior__(self, other: Any) -> Any:
+        return self.bitwise_or_(other)
+
+    def __ixor__(self, other: Any) -> Any:
+        return self.bitwise_xor_(other)
+
+
+_FROM_OUT_OF_PLACE = (
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+    "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot", "copysign",
+    "maximum", "minimum", "lerp", "addcmul", "addcdiv", "addmm", "baddbmm", "clamp", "clip",
+    "clamp_min", "clamp_max", "masked_fill", "nan_to_num", "logit", "abs", "absolute", "neg",
+    "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
+    "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "sigmoid", "relu", "floor", "ceil", "round", "trunc", "fix",
+    "frac", "sign", "sgn", "reciprocal", "square", "erf", "erfc", "erfinv", "lgamma", "digamma",
+    "deg2rad", "rad2deg", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt",
+    "ge", "xlogy", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+    "index_fill", "cumsum", "cumprod", "sinc", "i0",
+)  # fmt: skip
+
+
+def _inplace_method(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._check_inplace()
+        return self._assign(getattr(self, name)(*args, **kwargs))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place ``{name}`` (mirrors ``torch.Tensor.{name}_``); returns self."
+    return method
+
+
+for _name in _FROM_OUT_OF_PLACE:
+    setattr(InplaceMethods, _name + "_", _inplace_method(_name))

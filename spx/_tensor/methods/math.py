@@ -1,0 +1,373 @@
+"""Elementwise math, comparisons, operators and matrix products of :class:`spx.Tensor`.
+
+Type promotion is JAX's, which agrees with torch's where it matters: a Python number does not
+change a tensor's dtype (``x * 2.5`` stays float16 for a float16 ``x``), ints and floats promote
+to float32, true division of ints gives float32, comparisons give bool. Integers are 32-bit
+unless ``jax_enable_x64`` is on (torch: 64-bit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+from jax import lax
+
+from spx._tensor import _dims
+from spx._tensor.dispatch import apply
+
+
+def _add_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    return x + alpha * y
+
+
+def _sub_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    return x - alpha * y
+
+
+def _rsub(x: Any, y: Any) -> Any:
+    return y - x
+
+
+def _div_trunc(x: Any, y: Any) -> Any:
+    out = jnp.trunc(jnp.true_divide(x, y))
+    return out.astype(jnp.result_type(x, y)) if not jnp.issubdtype(out.dtype, jnp.inexact) else out
+
+
+def _div_trunc_int(x: Any, y: Any) -> Any:
+    q = jnp.floor_divide(x, y)
+    return jnp.where((q < 0) & (q * y != x), q + 1, q)
+
+
+def _frac(x: Any) -> Any:
+    return x - jnp.trunc(x)
+
+
+def _rsqrt(x: Any) -> Any:
+    return lax.rsqrt(x)
+
+
+def _round_decimals(x: Any, decimals: int) -> Any:
+    return jnp.round(x, decimals)
+
+
+def _logit(x: Any, eps: float | None) -> Any:
+    if eps is not None:
+        x = jnp.clip(x, eps, 1 - eps)
+    return jnp.log(x / (1 - x))
+
+
+def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    return jnp.minimum(jnp.maximum(x, lo), hi)
+
+
+def _nan_to_num(x: Any, nan: float, posinf: float | None, neginf: float | None) -> Any:
+    return jnp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _lerp(x: Any, end: Any, weight: Any) -> Any:
+    return x + weight * (end - x)
+
+
+def _addcmul(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    return x + value * t1 * t2
+
+
+def _addcdiv(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    return x + value * t1 / t2
+
+
+def _where(cond: Any, x: Any, y: Any) -> Any:
+    return jnp.where(cond, x, y)
+
+
+def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
+    return jnp.where(mask, jnp.asarray(value, x.dtype), x)
+
+
+def _softmax(x: Any, axis: int, dtype: Any) -> Any:
+    if dtype is not None:
+        x = x.astype(dtype)
+    return jax.nn.softmax(x, axis=axis)
+
+
+def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
+    if dtype is not None:
+        x = x.astype(dtype)
+    return jax.nn.log_softmax(x, axis=axis)
+
+
+def _addmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
+    return beta * x + alpha * (a @ b)
+
+
+def _outer(x: Any, y: Any) -> Any:
+    return jnp.outer(x, y)
+
+
+def _xlogy(x: Any, y: Any) -> Any:
+    return jsp.xlogy(x, y)
+
+
+def _pow(x: Any, y: Any) -> Any:
+    return jnp.power(x, y)
+
+
+def _rpow(x: Any, y: Any) -> Any:
+    return jnp.power(y, x)
+
+
+def _bitwise_not(x: Any) -> Any:
+    return jnp.logical_not(x) if x.dtype == jnp.bool_ else jnp.bitwise_not(x)
+
+
+def _isposinf(x: Any) -> Any:
+    return jnp.isposinf(x)
+
+
+def _isneginf(x: Any) -> Any:
+    return jnp.isneginf(x)
+
+
+_UNARY = {
+    "abs": jnp.abs, "absolute": jnp.abs, "neg": jnp.negative, "negative": jnp.negative,
+    "positive": jnp.positive, "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
+    "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10, "log1p": jnp.log1p, "sqrt": jnp.sqrt,
+    "rsqrt": _rsqrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "asin": jnp.arcsin,
+    "arcsin": jnp.arcsin, "acos": jnp.arccos, "arccos": jnp.arccos, "atan": jnp.arctan,
+    "arctan": jnp.arctan, "sinh": jnp.sinh, "cosh": jnp.cosh, "tanh": jnp.tanh,
+    "asinh": jnp.arcsinh, "arcsinh": jnp.arcsinh, "acosh": jnp.arccosh, "arccosh": jnp.arccosh,
+    "atanh": jnp.arctanh, "arctanh": jnp.arctanh, "sigmoid": jax.nn.sigmoid, "relu": jax.nn.relu,
+    "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
+    "sign": jnp.sign, "sgn": jnp.sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
+    "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": jsp.gammaln,
+    "digamma": jsp.digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
+    "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
+    "isinf": jnp.isinf, "isfinite": jnp.isfinite, "isposinf": _isposinf, "isneginf": _isneginf,
+    "signbit": jnp.signbit, "conj": jnp.conj, "angle": jnp.angle, "i0": jnp.i0,
+}  # fmt: skip
+
+_BINARY = {
+    "mul": jnp.multiply, "multiply": jnp.multiply, "true_divide": jnp.true_divide,
+    "floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "fmod": jnp.fmod,
+    "pow": _pow, "float_power": jnp.float_power, "atan2": jnp.arctan2, "arctan2": jnp.arctan2,
+    "maximum": jnp.maximum, "minimum": jnp.minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
+    "eq": jnp.equal, "ne": jnp.not_equal, "not_equal": jnp.not_equal, "lt": jnp.less,
+    "less": jnp.less, "le": jnp.less_equal, "less_equal": jnp.less_equal, "gt": jnp.greater,
+    "greater": jnp.greater, "ge": jnp.greater_equal, "greater_equal": jnp.greater_equal,
+    "logical_and": jnp.logical_and, "logical_or": jnp.logical_or,
+    "logical_xor": jnp.logical_xor, "bitwise_and": jnp.bitwise_and,
+    "bitwise_or": jnp.bitwise_or, "bitwise_xor": jnp.bitwise_xor, "hypot": jnp.hypot,
+    "copysign": jnp.copysign, "xlogy": _xlogy, "matmul": jnp.matmul, "mm": jnp.matmul,
+    "bmm": jnp.matmul, "mv": jnp.matmul, "dot": jnp.dot, "vdot": jnp.vdot, "inner": jnp.inner,
+    "outer": _outer, "ger": _outer, "kron": jnp.kron,
+    "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
+}  # fmt: skip
+
+_OPERATORS = {
+    "__mul__": jnp.multiply, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
+    "__mod__": jnp.remainder, "__pow__": _pow, "__matmul__": jnp.matmul, "__and__": jnp.bitwise_and,
+    "__or__": jnp.bitwise_or, "__xor__": jnp.bitwise_xor, "__lshift__": jnp.left_shift,
+    "__rshift__": jnp.right_shift, "__lt__": jnp.less, "__le__": jnp.less_equal,
+    "__gt__": jnp.greater, "__ge__": jnp.greater_equal, "__eq__": jnp.equal,
+    "__ne__": jnp.not_equal,
+}  # fmt: skip
+
+_REFLECTED = {
+    "__rmul__": jnp.multiply, "__rtruediv__": jnp.true_divide,
+    "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
+    "__rmatmul__": jnp.matmul, "__rand__": jnp.bitwise_and, "__ror__": jnp.bitwise_or,
+    "__rxor__": jnp.bitwise_xor,
+}  # fmt: skip
+
+
+def _checked(other: Any) -> bool:
+    """Whether a binary operator should handle ``other`` (else NotImplemented)."""
+    return isinstance(other, int | float | complex | jax.Array) or hasattr(other, "_ref")
+
+
+class MathMethods:
+    """Elementwise math, operators and products."""
+
+    __slots__ = ()
+
+    def add(self, other: Any, *, alpha: Any = 1) -> Any:
+        if alpha == 1 and not hasattr(alpha, "_ref"):
+            return apply(jnp.add, (), (self, other))
+        return apply(_add_scaled, (), (self, other, alpha))
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Any:
+        if alpha == 1 and not hasattr(alpha, "_ref"):
+            return apply(jnp.subtract, (), (self, other))
+        return apply(_sub_scaled, (), (self, other, alpha))
+
+    subtract = sub
+
+    def rsub(self, other: Any, *, alpha: Any = 1) -> Any:
+        return apply(_sub_scaled, (), (other, self, alpha))
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        if rounding_mode is None:
+            return apply(jnp.true_divide, (), (self, other))
+        if rounding_mode == "floor":
+            return apply(jnp.floor_divide, (), (self, other))
+        if rounding_mode == "trunc":
+            if jnp.issubdtype(self.dtype, jnp.integer) and (
+                isinstance(other, int)
+                or jnp.issubdtype(getattr(other, "dtype", float), jnp.integer)
+            ):
+                return apply(_div_trunc_int, (), (self, other))
+            return apply(_div_trunc, (), (self, other))
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"{rounding_mode!r}"
+        )
+
+    divide = div
+
+    def round(self, decimals: int = 0) -> Any:
+        if decimals:
+            return apply(_round_decimals, (int(decimals),), (self,))
+        return apply(jnp.round, (), (self,))
+
+    def logit(self, eps: float | None = None) -> Any:
+        return apply(_logit, (eps,), (self,))
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:
+        """Limit values to ``[min, max]`` (either may be None, a number or a tensor)."""
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        lo = -jnp.inf if min is None else min
+        hi = jnp.inf if max is None else max
+        if min is None:
+            return apply(jnp.minimum, (), (self, hi))
+        if max is None:
+            return apply(jnp.maximum, (), (self, lo))
+        return apply(_clamp, (), (self, lo, hi))
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> Any:
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: Any) -> Any:
+        return self.clamp(max=max)
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf=None) -> Any:
+        return apply(_nan_to_num, (nan, posinf, neginf), (self,))
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        return apply(_lerp, (), (self, end, weight))
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return apply(_addcmul, (), (self, tensor1, tensor2, value))
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return apply(_addcdiv, (), (self, tensor1, tensor2, value))
+
+    def addmm(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return apply(_addmm, (), (self, mat1, mat2, beta, alpha))
+
+    def baddbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return apply(_addmm, (), (self, batch1, batch2, beta, alpha))
+
+    addbmm = None  # torch's sum over the batch: not provided (use (b1 @ b2).sum(0))
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
+        return apply(_where, (), (condition, self, other))
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """``value`` where ``mask`` is True, else ``self`` (``value``: number or 0-d tensor)."""
+        return apply(_masked_fill, (), (self, mask, value))
+
+    def softmax(self, dim: int, dtype: Any = None) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_softmax, (d, None if dtype is None else jnp.dtype(dtype)), (self,))
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_log_softmax, (d, None if dtype is None else jnp.dtype(dtype)), (self,))
+
+    # -- operators ---------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(jnp.add, (), (self, other))
+
+    def __radd__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(jnp.add, (), (other, self))
+
+    def __sub__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(jnp.subtract, (), (self, other))
+
+    def __rsub__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(jnp.subtract, (), (other, self))
+
+    def __neg__(self) -> Any:
+        return apply(jnp.negative, (), (self,))
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return apply(jnp.abs, (), (self,))
+
+    def __invert__(self) -> Any:
+        return apply(_bitwise_not, (), (self,))
+
+
+def _unary_method(name: str, fn: Any) -> Any:
+    def method(self: Any) -> Any:
+        return apply(fn, (), (self,))
+
+    method.__name__ = name
+    method.__doc__ = f"Elementwise ``{name}`` (mirrors ``torch.Tensor.{name}``)."
+    return method
+
+
+def _binary_method(name: str, fn: Any) -> Any:
+    def method(self: Any, other: Any) -> Any:
+        return apply(fn, (), (self, other))
+
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` with ``other`` (mirrors ``torch.Tensor.{name}``)."
+    return method
+
+
+def _operator(name: str, fn: Any, reflected: bool) -> Any:
+    if reflected:
+
+        def method(self: Any, other: Any) -> Any:
+            if not _checked(other):
+                return NotImplemented
+            return apply(fn, (), (other, self))
+
+    else:
+
+        def method(self: Any, other: Any) -> Any:
+            if not _checked(other):
+                return NotImplemented
+            return apply(fn, (), (self, other))
+
+    method.__name__ = name
+    return method
+
+
+for _name, _fn in _UNARY.items():
+    setattr(MathMethods, _name, _unary_method(_name, _fn))
+for _name, _fn in _BINARY.items():
+    setattr(MathMethods, _name, _binary_method(_name, _fn))
+for _name, _fn in _OPERATORS.items():
+    setattr(MathMethods, _name, _operator(_name, _fn, False))
+for _name, _fn in _REFLECTED.items():
+    setattr(MathMethods, _name, _operator(_name, _fn, True))
+del MathMethods.addbmm

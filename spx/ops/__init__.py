@@ -1,0 +1,1 @@
+"""torch's top-level functions returning Tensors (re-exported by ``spx``)."""
