@@ -198,6 +198,23 @@ class Tensor(
         return values[s.idx]
 
     @property
+    def _data(self) -> Any:
+        """Internal: the raw array (computed if pending); spx's transforms bind through it."""
+        if self._view is None:
+            s = self._s
+            values = s.node.values
+            if values is not None:
+                return values[s.idx]
+        return self._value()
+
+    @_data.setter
+    def _data(self, array: Any) -> None:
+        """Internal: replace the value in place with a computed array (aliases see it)."""
+        s = self._s
+        s.node, s.idx = value_node(array), 0
+        s.version += 1
+
+    @property
     def _aval(self) -> Any:
         s = self._cur()
         return s.node.avals[s.idx]
@@ -293,6 +310,22 @@ class Tensor(
     def __hash__(self) -> int:
         return id(self)
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        # A copy of the buffer, not the same array: spx.compile donates the original's.
+        out = object.__new__(type(self))
+        out._init(Storage(value_node(jnp.array(self._data, copy=True))), self._rg)
+        memo[id(self)] = out
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        out.__dict__.update(
+            {k: v for k, v in self.__dict__.items() if k not in ("_leafnode", "_grad_hooks")}
+        )
+        return out
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # For multiprocessing (spawned ranks): the value travels as a numpy array.
+        return (_rebuild, (type(self), np.asarray(self._data), self._rg))
+
     def __repr__(self) -> str:
         from spx._tensor.printing import tensor_repr
 
@@ -322,10 +355,16 @@ def _PENDING_APPEND(ref: Any) -> None:
     graph.STATE.pending.append(ref)
 
 
+def _rebuild(cls: type, value: np.ndarray, requires_grad: bool) -> Tensor:
+    t = object.__new__(cls)
+    t._init(Storage(value_node(jnp.asarray(value))), requires_grad)
+    return t
+
+
 def is_tensor(obj: Any) -> bool:
     """Whether ``obj`` is an ``spx.Tensor`` (mirrors ``torch.is_tensor``)."""
     return isinstance(obj, Tensor)
 
 
-def _np_dtype(dtype: Any) -> np.dtype:
-    return np.dtype(dtype)
+# Shown as spx.Tensor (as torch shows torch.Tensor), not the private module path.
+Tensor.__module__ = "spx"

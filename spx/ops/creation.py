@@ -25,6 +25,12 @@ from spx._tensor.dispatch import apply
 from spx._tensor.tensor import Tensor
 from spx.device import device as resolve_device
 
+__all__ = [
+    "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
+    "linspace", "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like",
+    "randn", "randn_like", "randperm", "tensor", "zeros", "zeros_like",
+]  # fmt: skip
+
 
 def _size(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
