@@ -42,8 +42,8 @@ def _same_value(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    if isinstance(a, jax.Array | np.ndarray):
-        return False  # arrays held as plain attributes compare by identity only
+    if isinstance(a, jax.Array | np.ndarray) or hasattr(a, "_ref"):
+        return False  # arrays and tensors held as plain attributes compare by identity only
     try:
         return bool(a == b)
     except Exception:

@@ -3,8 +3,8 @@
 Two forms of every random initializer:
 
 * **in place**, torch's names with a trailing underscore (``kaiming_uniform_(param, a=...)``):
-  takes a :class:`spx.nn.Parameter` (anything with a writable ``.data`` holding a jax array),
-  writes a new array of the same shape and dtype into ``param.data`` and returns ``param`` —
+  takes an :class:`spx.Tensor` (a :class:`spx.nn.Parameter`), writes new values of the same
+  shape and dtype into it in place (under ``no_grad``) and returns it —
   torch's contract, so ``reset_parameters`` code ports unchanged. A bare ``jax.Array`` cannot be
   written in place, so it is rejected with a TypeError pointing at the alternatives.
 * **out of place**, the same name without the underscore and a shape instead of a tensor
@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
 
 Array = jax.Array
 Shape = int | Sequence[int]
@@ -340,13 +342,12 @@ def _target(tensor: Any, fn: str) -> Array:
             f"    w = spx.nn.Parameter(w); init.{fn}_(w)\n"
             f"    w = {out_of_place}"
         )
-    data = getattr(tensor, "data", None)
-    if not isinstance(data, jax.Array):
+    if not isinstance(tensor, Tensor):
         raise TypeError(
-            f"init.{fn}_ expects a spx.nn.Parameter (an object whose .data is a jax.Array), "
-            f"got {type(tensor).__name__}"
+            f"init.{fn}_ expects an spx.Tensor or nn.Parameter to fill in place, got "
+            f"{type(tensor).__name__}"
         )
-    return data
+    return tensor._data
 
 
 def _fill(tensor: Any, fn: str, make: Callable[[tuple[int, ...], Any], Array]) -> Any:
@@ -355,7 +356,9 @@ def _fill(tensor: Any, fn: str, make: Callable[[tuple[int, ...], Any], Array]) -
         if fn.startswith(("kaiming", "xavier")):  # the ones torch warns about
             warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
         return tensor
-    tensor.data = make(data.shape, data.dtype)
+    # In place and without autograd, as torch's init functions (views write through).
+    with no_grad():
+        tensor.copy_(make(data.shape, data.dtype))
     return tensor
 
 
