@@ -20,6 +20,7 @@ import jax
 
 from spx import _context
 from spx import random as spx_random
+from spx._tensor.tensor import Tensor
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 
@@ -90,6 +91,9 @@ class Binding:
         self.buffer_slots: list[tuple[dict, str]] = [
             (m._buffers, name) for m in modules for name in m._buffers
         ]
+        # The buffer objects: a step that assigns a new tensor to a buffer attribute gets its
+        # value written into the original object (torch's in-place buffer updates keep it).
+        self.buffer_objs: list[Tensor | None] = [d[n] for d, n in self.buffer_slots]
         self.opt_slots: list[tuple[Any, Parameter]] = [
             (opt, p) for opt in optimizers for p in opt._all_params()
         ]
@@ -105,8 +109,8 @@ class Binding:
         """``[datas, grads, buffers, opt_states, key]`` — the mutable state, as it is now."""
         return [
             [p._data for p in self.params],
-            [p.grad for p in self.params],
-            [d[n] for d, n in self.buffer_slots],
+            [_grad_value(p) for p in self.params],
+            [_buffer_value(d[n]) for d, n in self.buffer_slots],
             [o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
         ]
@@ -115,9 +119,9 @@ class Binding:
         datas, grads, buffers, opt_states, key = state
         for p, d, g in zip(self.params, datas, grads, strict=True):
             p._data = d
-            p.grad = g
-        for (d, n), b in zip(self.buffer_slots, buffers, strict=True):
-            d[n] = b
+            _set_grad_value(p, g)
+        for (d, n), obj, b in zip(self.buffer_slots, self.buffer_objs, buffers, strict=True):
+            d[n] = _with_value(obj, b)
         for (o, p), s in zip(self.opt_slots, opt_states, strict=True):
             if s is None:
                 o.state.pop(p, None)
@@ -130,8 +134,8 @@ class Binding:
         params = self.params
         return [
             *[p._data for p in params],
-            *[p.grad for p in params],
-            *[d[n] for d, n in self.buffer_slots],
+            *[_grad_value(p) for p in params],
+            *[_buffer_value(d[n]) for d, n in self.buffer_slots],
             *[o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
         ]
@@ -159,7 +163,8 @@ class Binding:
             elif i < 2 * n_p:
                 grads.append((self.params[i - n_p], k))
             elif i < 2 * n_p + n_b:
-                buffers.append((*self.buffer_slots[i - 2 * n_p], k))
+                j = i - 2 * n_p
+                buffers.append((*self.buffer_slots[j], self.buffer_objs[j], k))
             elif i < 2 * n_p + n_b + n_o:
                 opts.append((*self.opt_slots[i - 2 * n_p - n_b], k))
             else:
@@ -169,9 +174,9 @@ class Binding:
             for p, k in datas:
                 p._data = values[k]
             for p, k in grads:
-                p.grad = values[k]
-            for d, n, k in buffers:
-                d[n] = values[k]
+                _set_grad_value(p, values[k])
+            for d, n, obj, k in buffers:
+                d[n] = _with_value(obj, values[k])
             for o, p, k in opts:
                 s = values[k]
                 if s is None:
@@ -198,6 +203,35 @@ class Binding:
 
     def has_uninitialized(self) -> bool:
         return any(c is UninitializedParameter for c in self.param_classes)
+
+
+def _grad_value(p: Tensor) -> Any:
+    grad = p._grad
+    return None if grad is None else grad._data
+
+
+def _set_grad_value(p: Tensor, value: Any) -> None:
+    """Set ``p.grad`` to the array ``value`` (None clears it); the grad tensor object stays."""
+    if value is None:
+        p._grad = None
+    elif p._grad is None:
+        p._grad = Tensor._of(value)
+    else:
+        p._grad._data = value
+
+
+def _buffer_value(b: Tensor | None) -> Any:
+    return None if b is None else b._data
+
+
+def _with_value(obj: Tensor | None, value: Any) -> Tensor | None:
+    """The buffer object holding ``value`` (the original object when there is one)."""
+    if value is None:
+        return None
+    if obj is None:
+        return Tensor._of(value)
+    obj._data = value
+    return obj
 
 
 def flatten_args(args: Any) -> tuple[list[Any], Any]:

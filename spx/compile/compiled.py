@@ -34,6 +34,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx._tensor import graph
+from spx._tensor.tensor import Tensor
 from spx.compile import sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful
 from spx.nn import _structure
@@ -49,7 +51,7 @@ _RETURNED_STATE = (
 
 def _leaf_kind(x: Any) -> str:
     """How a non-stateful argument leaf enters the program: 'dyn' (traced) or 'static'."""
-    if isinstance(x, jax.Array | np.ndarray | float | complex) and not isinstance(x, bool):
+    if isinstance(x, Tensor | jax.Array | np.ndarray | float | complex) and not isinstance(x, bool):
         return "dyn"
     return "static"
 
@@ -143,7 +145,7 @@ def _fast_flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any] | None:
     return list(args), treedef
 
 
-_LEAF_TYPES = (jax.Array, np.ndarray)
+_LEAF_TYPES = (Tensor, jax.Array, np.ndarray)
 # XLA's messages when a call would donate an array twice or donate one it also reads.
 _DONATION_REFUSED = ("donate the same buffer twice", "previously donated in the same call")
 _TREEDEFS: dict[int, Any] = {}
@@ -247,6 +249,7 @@ class CompiledFunction:
                     flat_in[i] = v
                 for i, spec in dead_specs.items():
                     flat_in[i] = _placeholder(spec)
+            graph.STATE.binding += 1
             try:
                 binding.write_state(binding.unflatten(flat_in))
                 binding.write_hparams(hparams)
@@ -258,6 +261,7 @@ class CompiledFunction:
                 out = fn(*args, **kwargs)
                 flat_out = binding.read_flat()
             finally:
+                graph.STATE.binding -= 1
                 binding.write_state(binding.unflatten(before))
                 binding.write_hparams(before_hparams)
                 binding.restore_classes()

@@ -84,7 +84,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if not p.is_uninitialized:  # a lazy parameter gets its state on its first step
-                    self.state[p] = self._init_state(p.data, group)
+                    self.state[p] = self._init_state(p._data, group)
 
     def _check_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]

@@ -22,6 +22,7 @@ import numpy as np
 from spx._host import device_array
 from spx.compile import sharing
 from spx.nn import _structure
+from spx._tensor.tensor import Tensor
 from spx.nn.parameter import Parameter
 
 
@@ -83,7 +84,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict[Parameter, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
-        if isinstance(params, Parameter | jax.Array | np.ndarray):
+        if isinstance(params, Tensor | jax.Array | np.ndarray):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Parameters or "
                 f"dicts, but got {type(params).__name__}; pass model.parameters() or [param]"
@@ -116,7 +117,7 @@ class Optimizer:
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         group = dict(param_group)
         params = group.get("params")
-        if isinstance(params, Parameter):
+        if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
             raise TypeError(
@@ -125,11 +126,16 @@ class Optimizer:
             )
         params = list(params or [])
         for p in params:
-            if not isinstance(p, Parameter):
+            if not isinstance(p, Tensor):
                 raise TypeError(
-                    f"optimizer can only optimize spx.nn.Parameter objects, but one of the "
-                    f"params is {type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and "
-                    f"keep the Parameter to read the updated value"
+                    f"optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and keep the "
+                    f"Parameter to read the updated value"
+                )
+            if not p.is_leaf:
+                raise ValueError(
+                    "can't optimize a non-leaf Tensor: optimize the leaf it was computed from, "
+                    "or detach it: p = t.detach().requires_grad_()"
                 )
         group["params"] = params
         for name, default in self.defaults.items():
@@ -159,11 +165,14 @@ class Optimizer:
 
     # -- gradients ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset the ``.grad`` of every parameter to None (or zeros)."""
+        """Reset the ``.grad`` of every parameter to None (or to zeros, in place)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
-                    p.grad = None if set_to_none else jnp.zeros_like(p.grad)
+                if p._grad is not None:
+                    if set_to_none:
+                        p._grad = None
+                    else:
+                        p._grad.detach_().zero_()
 
     # -- the update --------------------------------------------------------------------------
     def _init_state(self, param: jax.Array, group: dict[str, Any]) -> dict[str, jax.Array]:
@@ -259,19 +268,20 @@ class Optimizer:
         loss = closure() if closure is not None else None
         tracing = False
         for group in self.param_groups:
-            active = [p for p in group["params"] if p.grad is not None]
+            active = [p for p in group["params"] if p._grad is not None]
             if not active:
                 continue
             states, fresh = [], 0
             for p in active:
                 state = self.state.get(p)
                 if state is None:
-                    state = self._init_state(p.data, group)
-                    if not isinstance(p.data, jax.core.Tracer) and p.data.committed:
+                    data = p._data
+                    state = self._init_state(data, group)
+                    if not isinstance(data, jax.core.Tracer) and data.committed:
                         # Commit the new state to the parameter's device, as the parameter is:
                         # uncommitted zeros would make the jitted update compile again on the
                         # next step (the outputs come back committed).
-                        state = jax.device_put(state, p.data.sharding)
+                        state = jax.device_put(state, data.sharding)
                     self.state[p] = state
                     fresh += 1
                 states.append(state)
@@ -281,8 +291,8 @@ class Optimizer:
                     state["step"] = states[0]["step"]
             static, dynamic = self._static_and_dynamic(group)
             static += (("_lockstep", _lockstep(states)),)
-            datas = [p.data for p in active]
-            grads = [p.grad for p in active]
+            datas = [p._data for p in active]
+            grads = [p._grad._data for p in active]
             if any(isinstance(x, jax.core.Tracer) for x in (*datas, *grads)):
                 tracing = True
             if tracing:
@@ -296,7 +306,7 @@ class Optimizer:
                 new, new_states = fn(datas, grads, sharing.strip(states, in_shared), dynamic)
                 sharing.restore(new_states, record["out_shared"])
             for p, value, state in zip(active, new, new_states, strict=True):
-                p.data = value
+                p._data = value  # in place: aliases (state_dict() values) see the update
                 self.state[p] = state
         return loss
 
@@ -397,7 +407,7 @@ class Optimizer:
         if key == "step":
             return jnp.float32
         arr = np.asarray(value)
-        if np.issubdtype(arr.dtype, np.floating) and not param.is_uninitialized:
+        if np.issubdtype(arr.dtype, np.floating) and not getattr(param, "is_uninitialized", False):
             return param.dtype
         return None
 
