@@ -284,3 +284,13 @@ def run(
                 node.freed = True
                 node.inputs = ()
     return grads, walk.diffs
+
+
+def flush() -> None:
+    """Compute every alive pending value of this thread (a step boundary; see spx.data).
+
+    Called when the next batch is fetched: values a loop keeps across iterations (a running
+    sum of ``(pred == y).sum()``, a BatchNorm statistic) then never grow into one program
+    spanning many iterations, and each iteration's program has the same structure.
+    """
+    run()
