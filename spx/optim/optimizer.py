@@ -425,6 +425,8 @@ def _lockstep(states: list[dict[str, Any]]) -> bool:
 
 def _owned(value: Any, dtype: Any) -> jax.Array:
     """A copy the optimizer owns (its step() donates state buffers)."""
+    if isinstance(value, Tensor):
+        value = value._data
     if isinstance(value, jax.Array):
         return jnp.array(value, dtype=dtype, copy=True)
     return device_array(value, dtype=dtype)
