@@ -27,6 +27,7 @@ from spx._tensor import graph
 from spx._tensor.graph import Node, Storage, note_pending, value_node
 
 _AVALS: dict[tuple, tuple] = {}
+_INEXACT: dict[tuple, bool] = {}  # output avals -> whether any is inexact (can carry grad)
 _SCALARS = (int, float, bool, complex)
 
 
@@ -86,7 +87,11 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
     if grad_on:
         for r in refs:
             if type(r) is tuple and r[0].requires_grad:
-                requires_grad = any(jnp.issubdtype(a.dtype, jnp.inexact) for a in avals)
+                requires_grad = _INEXACT.get(avals)
+                if requires_grad is None:
+                    requires_grad = _INEXACT[avals] = any(
+                        jnp.issubdtype(a.dtype, jnp.inexact) for a in avals
+                    )
                 break
     node = Node(fn, static, refs, avals, None, requires_grad)
     wrap = _tensor_type()._wrap

@@ -39,8 +39,13 @@ def _is_array(x: Any) -> bool:
     return hasattr(x, "_ref") or isinstance(x, jax.Array | np.ndarray)
 
 
+_PLAIN = frozenset([int, float, str, bool, type(None)])
+
+
 def _static(x: Any) -> Any:
     """A hashable stand-in for a static argument (lists and dicts become tuples)."""
+    if type(x) in _PLAIN:
+        return x
     if isinstance(x, list | tuple):
         return tuple(_static(v) for v in x)
     if isinstance(x, dict):
@@ -73,8 +78,11 @@ def _replay(*values: Any) -> Any:
     return leaves[0] if len(leaves) == 1 else tuple(leaves)
 
 
-def _signature(static: tuple, in_avals: tuple) -> tuple[tuple, Any]:
-    """Output avals and result structure, from ``jax.eval_shape`` once per signature."""
+def _signature(static: tuple, in_avals: tuple) -> tuple[tuple, Any, bool]:
+    """``(output avals, result structure or None for one array, any output inexact)``.
+
+    From ``jax.eval_shape`` once per signature, then from a dict.
+    """
     key = (static, in_avals)
     found = _SIGNATURES.get(key)
     if found is None:
@@ -82,7 +90,9 @@ def _signature(static: tuple, in_avals: tuple) -> tuple[tuple, Any]:
         out = jax.eval_shape(lambda *v: _call(*static, v), *specs)
         leaves, tree = jax.tree_util.tree_flatten(out)
         avals = tuple(jax.core.ShapedArray(x.shape, x.dtype, weak_type=x.weak_type) for x in leaves)
-        found = _SIGNATURES[key] = (avals, tree)
+        single = isinstance(out, jax.ShapeDtypeStruct)
+        inexact = any(np.issubdtype(a.dtype, np.inexact) for a in avals)
+        found = _SIGNATURES[key] = (avals, None if single else tree, inexact)
     return found
 
 
@@ -111,16 +121,17 @@ def record_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
         else:
             layout.append(_static(a))
     static = (fn, tuple(layout), kw_names)
-    avals, tree = _signature(static, tuple([_aval_of(r) for r in refs]))
+    avals, tree, inexact = _signature(static, tuple([_aval_of(r) for r in refs]))
     requires_grad = False
-    if grad_on:
+    if grad_on and inexact:
         for r in refs:
             if type(r) is tuple and r[0].requires_grad:
-                requires_grad = any(np.issubdtype(a.dtype, np.inexact) for a in avals)
+                requires_grad = True
                 break
     node = Node(_replay, static, tuple(refs), avals, None, requires_grad)
-    outs = [Tensor._wrap(node, i) for i in range(len(avals))]
-    return jax.tree_util.tree_unflatten(tree, outs)
+    if tree is None:
+        return Tensor._wrap(node, 0)
+    return jax.tree_util.tree_unflatten(tree, [Tensor._wrap(node, i) for i in range(len(avals))])
 
 
 def recorded(fn: Callable) -> Callable:

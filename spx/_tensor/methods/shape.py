@@ -190,7 +190,10 @@ class ShapeMethods:
 
     @property
     def T(self) -> Any:
-        return self.permute(*reversed(range(self.ndim)))
+        n = len(self._aval.shape)
+        if n == 2:
+            return self._make_view(apply(_swap, (0, 1), (self,)), _swap, (0, 1))
+        return self.permute(*reversed(range(n)))
 
     @property
     def mT(self) -> Any:
