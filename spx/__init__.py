@@ -32,6 +32,7 @@ from spx.creation import tensor as tensor
 from spx.creation import zeros as zeros
 from spx.creation import zeros_like as zeros_like
 from spx.device import device as device
+from spx.distributed.elastic import autorecord as _autorecord  # spx-run error files (see there)
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
