@@ -32,7 +32,6 @@ from spx.creation import tensor as tensor
 from spx.creation import zeros as zeros
 from spx.creation import zeros_like as zeros_like
 from spx.device import device as device
-from spx.distributed.elastic import autorecord as _autorecord  # spx-run error files (see there)
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
@@ -40,3 +39,7 @@ from spx.serialization import load as load
 from spx.serialization import save as save
 
 __version__ = "0.1.0"
+
+# Last, so that spx.distributed can use all of the above. Under spx-run it records an uncaught
+# exception into TORCHELASTIC_ERROR_FILE for the launcher's failure report (no-op otherwise).
+from spx.distributed.elastic import autorecord as _autorecord

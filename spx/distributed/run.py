@@ -213,6 +213,7 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
                 "--local_ranks_filter must be a comma-separated list of integers e.g. "
                 f"--local_ranks_filter=0,1,2 (got {args.local_ranks_filter!r})"
             ) from None
+    redirects, tee = Std.from_str(args.redirects), Std.from_str(args.tee)
     shutdown = args.shutdown_timeout
     if shutdown is None:
         shutdown = env_shutdown_timeout()
@@ -230,12 +231,6 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
         monitor_interval=args.monitor_interval,
         shutdown_timeout=shutdown,
         signals_to_handle=args.signals_to_handle,
-        logs_specs=LogsSpecs(
-            log_dir=args.log_dir,
-            redirects=Std.from_str(args.redirects),
-            tee=Std.from_str(args.tee),
-            local_ranks_filter=ranks,
-        ),
         log_line_prefix_template=os.environ.get("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"),
         virtual_local_rank=args.virtual_local_rank,
         duplicate_stdout_filters=[f for f in args.duplicate_stdout_filters if f],
@@ -246,12 +241,14 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
         local_addr=args.local_addr,
     )
     command = worker_command(
-        args.training_script,
+        os.path.abspath(args.training_script) if args.run_path else args.training_script,
         args.training_script_args,
         module=args.module,
         no_python=args.no_python,
         run_path=args.run_path,
     )
+    # Made last: it creates the log directory, which a rejected command line should not leave.
+    config.logs_specs = LogsSpecs(args.log_dir, redirects, tee, ranks)
     return config, command
 
 
@@ -328,6 +325,7 @@ def main(args: list[str] | None = None) -> None:
     parser = get_args_parser()
     parsed = parser.parse_args(args)
     from spx.distributed.elastic.agent import SignalException
+    from spx.distributed.elastic.multiprocessing.processes import WorkerStartError
     from spx.distributed.elastic.rendezvous import RendezvousError
 
     try:
@@ -342,7 +340,7 @@ def main(args: list[str] | None = None) -> None:
             get_error_handler().dump_error_file(failure.error_file, failure.exitcode)
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)
-    except (JobEndedError, RendezvousError, SignalException) as e:
+    except (JobEndedError, RendezvousError, SignalException, WorkerStartError) as e:
         print(f"spx-run: {e}", file=sys.stderr)
         sys.exit(1)
 

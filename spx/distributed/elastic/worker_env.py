@@ -209,8 +209,8 @@ def worker_command(
         script_args: its arguments.
         module: run it as ``python -m``.
         no_python: run it directly, not through Python.
-        run_path: run it with ``runpy.run_path`` in a Python started by spx (torchrun's
-            ``--run-path``; takes precedence over ``no_python``).
+        run_path: run it (an absolute path) with ``runpy.run_path`` in a Python started by spx
+            (torchrun's ``--run-path``; takes precedence over ``no_python``).
         environ: read for ``PYTHON_EXEC``, the interpreter torchrun uses instead of its own.
 
     Raises:

@@ -5,9 +5,7 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
-from tests.distributed.elastic._helpers import SPX_RUN, clean_env, free_ports, run, script
+from tests.distributed.elastic._helpers import SPX_RUN, free_ports, run, script
 
 
 def _flags(*extra: str) -> list[str]:
@@ -141,12 +139,15 @@ def test_success_exits_0_and_removes_its_temporary_log_dir(tmp_path):
     assert not os.path.exists(root)  # the temporary root spx-run made is gone
 
 
-@pytest.mark.parametrize("flag", ["--run-path"])
-def test_run_path_records_the_failure(tmp_path, flag):
-    path = script(
-        tmp_path, "rp.py", "import sys\nraise RuntimeError('via run_path ' + sys.argv[1])\n"
-    )
-    proc = run([*SPX_RUN, *_flags(flag), str(path), "arg1"], cwd=tmp_path, env=clean_env())
+def test_run_path_runs_the_script_in_a_python_spx_starts_and_records_the_failure(tmp_path):
+    script(tmp_path, "rp.py", "import sys\nraise RuntimeError('via run_path ' + sys.argv[1])\n")
+    proc = run([*SPX_RUN, *_flags("--run-path"), "rp.py", "arg1"], cwd=tmp_path)
     assert proc.returncode == 1
     root = proc.stderr.split("Root Cause (first observed failure):")[1]
-    assert "RuntimeError: via run_path arg1" in root
+    assert "RuntimeError: via run_path arg1" in root and "error.json" in root
+
+
+def test_a_program_that_cannot_start_is_a_clear_error(tmp_path):
+    proc = run([*SPX_RUN, *_flags("--no-python"), "./no-such-program"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "could not start local rank 0" in proc.stderr and "Traceback" not in proc.stderr

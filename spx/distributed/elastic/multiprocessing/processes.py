@@ -34,6 +34,10 @@ _TAIL_BYTES = 4096
 _PR_SET_PDEATHSIG = 1
 
 
+class WorkerStartError(RuntimeError):
+    """A worker process could not be started (the command does not exist...)."""
+
+
 def _pdeathsig_setter() -> object | None:
     """A ``preexec_fn`` that asks Linux to SIGKILL the child when the launcher dies."""
     if not sys.platform.startswith("linux"):
@@ -165,7 +169,7 @@ class WorkerProcesses:
                 )
             except OSError as e:
                 self.close(signal.SIGKILL, 0)
-                raise RuntimeError(
+                raise WorkerStartError(
                     f"could not start local rank {rank}: {e} (command: {list(self.args[rank])}); "
                     "check the script path, or drop --no-python for a Python script"
                 ) from e
