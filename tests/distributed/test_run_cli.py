@@ -5,6 +5,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ from spx.distributed.elastic.multiprocessing.logs import Std
 from tests.distributed.elastic._helpers import SPX_RUN, clean_env
 
 torch_run = pytest.importorskip("torch.distributed.run")
+
+
+@pytest.fixture(autouse=True)
+def _tmpdir(tmp_path, monkeypatch):
+    """Log directories made while resolving configurations go to tmp_path, not /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
 
 
 def _options(parser):

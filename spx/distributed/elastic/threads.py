@@ -33,6 +33,7 @@ from spx.distributed.elastic.agent import RunResult, SignalException
 from spx.distributed.elastic.config import LaunchConfig, parse_signals
 from spx.distributed.elastic.multiprocessing.errors import ErrorHandler, ProcessFailure
 from spx.distributed.elastic.multiprocessing.logs import CONSOLE, LogsSpecs
+from spx.distributed.elastic.multiprocessing.processes import WorkerStartError
 from spx.distributed.elastic.multiprocessing.tail_log import line_prefix
 from spx.distributed.elastic.worker_env import (
     GroupInfo,
@@ -139,10 +140,14 @@ def run_threads(
 
     Raises:
         SignalException: a handled signal arrived (the rank world was aborted).
+        WorkerStartError: the script or module cannot be loaded.
     """
     from spx.distributed.elastic.thread_overlay import LineSink, Overlay
 
-    code, template = load_code(script, module)
+    try:
+        code, template = load_code(script, module)
+    except (OSError, ImportError, SyntaxError) as e:
+        raise WorkerStartError(f"--threads could not load {script!r}: {e}") from e
     logs = config.logs_specs or LogsSpecs()
     n = config.nproc_per_node
     environ = launcher_environ()

@@ -118,3 +118,10 @@ def test_rank_environ_overlay_in_process():
     assert seen[1] == ("1", "v1", False, "/h", ["HOME", "OWN", "RANK"])
     assert seen[0][:2] == ("0", "v0")
     assert dict(env) == {"HOME": "/h", "KEEP": "1"}  # a thread without a rank sees the process's
+
+
+def test_a_script_that_does_not_compile_is_a_clear_error(tmp_path):
+    script(tmp_path, "bad.py", "def broken(:\n")
+    proc = run([*SPX_RUN, "--threads", "--nproc-per-node", "2", "bad.py"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "--threads could not load 'bad.py'" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,25 @@
+"""The runnable examples in the launcher's docstrings run."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "spx.distributed.elastic.argparse_util",
+    "spx.distributed.elastic.config",
+    "spx.distributed.elastic.devices",
+    "spx.distributed.elastic.worker_env",
+    "spx.distributed.elastic.store",
+    "spx.distributed.elastic.multiprocessing.errors",
+    "spx.distributed.elastic.multiprocessing.logs",
+    "spx.distributed.elastic.multiprocessing.tail_log",
+    "spx.distributed.elastic.multiprocessing.processes",
+    "spx.distributed.elastic.thread_overlay",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result
