@@ -19,6 +19,9 @@ MODULES = [
 ]
 
 
+# processes.py's example starts a worker from this test process, where JAX runs: JAX warns about
+# any fork, but the child only calls prctl and execs (spx-run itself never starts JAX).
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
