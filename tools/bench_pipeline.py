@@ -67,17 +67,17 @@ import spx.distributed as dist  # noqa: E402
 from spx import nn  # noqa: E402
 from spx import random as spx_random  # noqa: E402
 from spx.distributed.pipelining import PipelineStage, get_schedule_class  # noqa: E402
-from spx.distributed.pipelining._ir import (  # noqa: E402
+from spx.distributed.pipelining.microbatch import (  # noqa: E402
+    split_args_kwargs_into_chunks,
+    split_target,
+)
+from spx.distributed.pipelining.tables.ir import (  # noqa: E402
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
     FULL_BACKWARD,
 )
-from spx.distributed.pipelining._orders import get_schedule_spec  # noqa: E402
-from spx.distributed.pipelining.microbatch import (  # noqa: E402
-    split_args_kwargs_into_chunks,
-    split_target,
-)
+from spx.distributed.pipelining.tables.orders import get_schedule_spec  # noqa: E402
 
 # (schedule name, ranks, stages per rank)
 CONFIGS: dict[str, tuple[str, int, int]] = {

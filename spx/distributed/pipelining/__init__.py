@@ -5,8 +5,6 @@ between ranks as JAX transfers. Schedules are data (per-rank action tables in to
 executed by a small runtime.
 """
 
-from spx.distributed.pipelining._marker import SplitPoint as SplitPoint
-from spx.distributed.pipelining._marker import pipe_split as pipe_split
 from spx.distributed.pipelining.microbatch import TensorChunkSpec as TensorChunkSpec
 from spx.distributed.pipelining.pipe import Pipe as Pipe
 from spx.distributed.pipelining.pipe import pipeline as pipeline
@@ -27,4 +25,6 @@ from spx.distributed.pipelining.schedules import ScheduleLoopedBFS as ScheduleLo
 from spx.distributed.pipelining.schedules import ScheduleZBVZeroBubble as ScheduleZBVZeroBubble
 from spx.distributed.pipelining.schedules import _ScheduleForwardOnly as _ScheduleForwardOnly
 from spx.distributed.pipelining.schedules import get_schedule_class as get_schedule_class
+from spx.distributed.pipelining.split.marker import SplitPoint as SplitPoint
+from spx.distributed.pipelining.split.marker import pipe_split as pipe_split
 from spx.distributed.pipelining.stage import PipelineStage as PipelineStage

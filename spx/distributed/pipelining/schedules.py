@@ -1,7 +1,7 @@
 """Pipeline schedules with torch's classes, constructors and ``step``/``eval`` semantics.
 
-Every schedule here is a *table generator* (see :mod:`._orders`) plus the shared runtime
-(:mod:`._executor`): the constructor builds the per-rank action lists — ``pipeline_order``,
+Every schedule here is a *table generator* (see :mod:`.tables.orders`) plus the shared runtime
+(:mod:`.runtime.executor`): the constructor builds the per-rank action lists — ``pipeline_order``,
 printable with :meth:`_PipelineSchedule.format_order` and exchangeable as torch's CSV — and
 ``step`` executes this rank's list. A custom schedule is a CSV loaded with ``_load_csv``.
 
@@ -24,18 +24,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TextIO
 
-from spx.distributed.pipelining import _ir
-from spx.distributed.pipelining._executor import RankRunner
-from spx.distributed.pipelining._ir import PipelineOrder, _Action, _format_pipeline_order
-from spx.distributed.pipelining._orders import get_schedule_spec
-from spx.distributed.pipelining._simulate import _simulate, _validate_schedule
-from spx.distributed.pipelining._transport import Transport
 from spx.distributed.pipelining.microbatch import (
     merge_chunks,
     split_args_kwargs_into_chunks,
     split_target,
 )
+from spx.distributed.pipelining.runtime.executor import RankRunner
+from spx.distributed.pipelining.runtime.transport import Transport
 from spx.distributed.pipelining.stage import PipelineStage
+from spx.distributed.pipelining.tables import ir as _ir
+from spx.distributed.pipelining.tables.csv_io import _dump_csv, _load_csv
+from spx.distributed.pipelining.tables.ir import PipelineOrder, _Action, _format_pipeline_order
+from spx.distributed.pipelining.tables.orders import get_schedule_spec
+from spx.distributed.pipelining.tables.simulate import _simulate, _validate_schedule
 
 
 def _group_of(stages: list[PipelineStage]) -> tuple[Any, int, int]:
@@ -146,13 +147,13 @@ class _PipelineSchedule:
 
         The table is validated and simulated before it is accepted.
         """
-        order = _ir._load_csv(filename, format=format)
+        order = _load_csv(filename, format=format)
         _simulate(order, self.stage_to_rank, self._num_stages)
         self._set_order(order)
 
     def _dump_csv(self, filename: str | TextIO) -> None:
         """Write the table in torch's CSV format."""
-        _ir._dump_csv(self.pipeline_order, filename)
+        _dump_csv(self.pipeline_order, filename)
 
     # -- running -----------------------------------------------------------------------------
     def step(

@@ -17,7 +17,7 @@ import jax
 
 from spx import random as spx_random
 from spx.device import device as resolve_device
-from spx.distributed.pipelining._programs import StagePrograms
+from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import spx
 from spx import nn
-from spx.distributed.pipelining._programs import StagePrograms
+from spx.distributed.pipelining.runtime.programs import StagePrograms
 
 WIDTH, ROWS, LAYERS = 64, 16, 3
 

@@ -8,7 +8,7 @@ A stage runs five kinds of program, each one ``jax.jit`` executable on the stage
 * ``backward``  (B): cotangent of the outputs -> gradient of the inputs, and the weight
   gradients added into the stage's accumulators;
 * ``backward_input`` (I) and ``backward_weight`` (W): the two halves of B, split at the jaxpr
-  level (:mod:`._backward_split`) so that I + W do the work of B once;
+  level (:mod:`.backward_split`) so that I + W do the work of B once;
 * ``forward_eval``: the forward without residuals, for ``eval()`` and forward-only schedules.
 
 Parameters are read live at every step and bound into the module only while tracing (the same
@@ -28,7 +28,7 @@ import numpy as np
 
 from spx import random as spx_random
 from spx.compile.binding import Binding
-from spx.distributed.pipelining._backward_split import BackwardSplit, split_backward
+from spx.distributed.pipelining.runtime.backward_split import BackwardSplit, split_backward
 from spx.nn.module import Module
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spx.distributed.pipelining._ir import (
+from spx.distributed.pipelining.runtime.transport import Transport
+from spx.distributed.pipelining.stage import PipelineStage, _as_tuple
+from spx.distributed.pipelining.tables.ir import (
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
@@ -32,8 +34,6 @@ from spx.distributed.pipelining._ir import (
     UNSHARD,
     _Action,
 )
-from spx.distributed.pipelining._transport import Transport
-from spx.distributed.pipelining.stage import PipelineStage, _as_tuple
 
 
 class RankRunner:
