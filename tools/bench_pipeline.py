@@ -165,7 +165,7 @@ class HandLoop:
         saved: dict[int, list[Any]] = {s: [None] * self.n for s in programs}
         # The same work as the runtime: committed zero accumulators, then the same programs.
         acc = {
-            s: jax.device_put(p.zeros_like(params[s][0]), self.stages[s].device)
+            s: jax.device_put(p.zero_accumulators(), self.stages[s].device)
             for s, p in programs.items()
         }
         local: dict[tuple, Any] = {}
@@ -270,7 +270,7 @@ def _instrument(schedule: Any) -> _Timer:
         timer.wrap(st, "_finish_step", "  stage._finish_step")
     timer.wrap(schedule._runner, "run", "  RankRunner.run (action loop)")
     timer.wrap(schedule._transport, "send", "    transport.send (send_tree)")
-    timer.wrap(schedule._transport, "recv", "    transport.recv (recv_tree, incl. wait)")
+    timer.wrap(schedule._transport, "post_recv", "    transport.post_recv (irecv_tree)")
     for st in schedule._stages.values():
         for m in (
             "forward_one_chunk",

@@ -113,6 +113,24 @@ class _ThreadWork(Work):
         self._done = self._event.is_set()
 
 
+class _LazyWork(Work):
+    """Runs ``fn`` in the thread that calls ``wait``."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__()
+        self._done = False
+        self._fn = fn
+
+    def _finish(self, timeout: float | None) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as e:
+            self._error = e
+        self._done = True
+
+
 def run_async(fn: Callable[[], Any]) -> Work:
     """Start ``fn`` in a helper thread and return its :class:`Work`.
 
@@ -233,6 +251,22 @@ class Backend(abc.ABC):
         raise NotImplementedError(
             f"the {self.name!r} process-group backend cannot carry pipeline transfers"
         )
+
+    def irecv_tree(self, src: int, tag: Any) -> Work:
+        """Post the receive of the next pytree ``src`` sends under ``tag``; ``wait()`` returns it.
+
+        The pipeline runtime posts receives early (torch's RECV actions) and waits right before
+        the compute that needs them. This default receives at ``wait()``; backends that can
+        start the transfer early override it.
+        """
+        return _LazyWork(lambda: self.recv_tree(src, tag))
+
+    def abort(self, reason: str) -> None:  # noqa: B027 - optional hook
+        """Make every rank's pending and future waits of this group raise ``reason``.
+
+        Called when a rank fails mid-pipeline so that its peers stop at once instead of
+        waiting out the timeout. The default does nothing (peers then time out).
+        """
 
     def shutdown(self) -> None:  # noqa: B027 - optional hook
         """Release resources (called by ``destroy_process_group``)."""
