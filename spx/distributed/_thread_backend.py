@@ -323,6 +323,13 @@ class ThreadBackend(Backend):
         key = ("reduce_scatter", op.name, tuple(_sig(x) for x in xs))
         return self._collective(key, tuple(xs), finish, async_op)
 
+    def all_to_all(self, xs: Sequence[jax.Array], async_op: bool = False) -> Work:
+        def finish(vs: list, _: Any) -> list[jax.Array]:
+            return [self._put(v[self.rank]) for v in vs]
+
+        key = ("all_to_all", tuple(_sig(x) for x in xs))
+        return self._collective(key, tuple(xs), finish, async_op)
+
     def gather(self, x: jax.Array, dst: int, async_op: bool = False) -> Work:
         def finish(vs: list, _: Any) -> list[jax.Array] | None:
             return [self._put(v) for v in vs] if self.rank == dst else None

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from spx.distributed.reduce_op import ReduceOp, reduce_arrays
 
@@ -159,6 +160,11 @@ class Backend(abc.ABC):
 
     name: str = "base"
 
+    @property
+    def default_name(self) -> str:
+        """What ``get_backend`` reports when ``init_process_group`` got no backend name."""
+        return self.name
+
     def __init__(
         self,
         rank: int,
@@ -214,6 +220,11 @@ class Backend(abc.ABC):
         """Rank ``r`` gets the reduction over ranks of ``xs[r]``."""
         outs = [self.all_reduce(x, op).wait() for x in xs]
         return Work(outs[self.rank])
+
+    def all_to_all(self, xs: Sequence[jax.Array], async_op: bool = False) -> Work:
+        """Rank ``r`` gets ``[xs_q[r] for q in ranks]``: ``xs[j]`` goes to rank ``j``."""
+        rows = self.all_gather(jnp.stack(list(xs))).wait()
+        return Work([row[self.rank] for row in rows])
 
     def gather(self, x: jax.Array, dst: int, async_op: bool = False) -> Work:
         """Every rank's ``x`` on ``dst`` (a list); None elsewhere."""
