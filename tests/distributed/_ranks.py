@@ -66,6 +66,13 @@ def process_results(module: str, nprocs: int, case: str) -> dict[Any, Any]:
             problems.append(f"rank {rank}: case {case!r} raised:\n{entry[1]}")
         else:
             merged.update(entry[1])
+    if not problems:
+        # Every case passed: then every rank must also have exited cleanly (exit handshake).
+        problems = [
+            f"rank {run.rank} exited with {run.returncode} after its cases passed"
+            for run in batch["runs"]
+            if run.returncode != 0
+        ]
     if problems:
         pytest.fail("\n".join(problems) + "\n\n" + batch["log"], pytrace=False)
     return merged

@@ -163,8 +163,13 @@ class ProcessBackend(Backend):
             what = f"{key[0]} #{seq} of group {self.group_name!r}"
             with watchdog.blocking(what, self._peers, self.timeout):
                 mesh = self._collectives()
-                out = fn(mesh)
-                jax.block_until_ready(out)
+                try:
+                    out = fn(mesh)
+                    jax.block_until_ready(out)
+                except Exception as e:
+                    if "gloo" in str(e).lower() or "connection" in str(e).lower():
+                        raise watchdog.explain(what, e) from e
+                    raise
             return out
 
         watchdog.check()

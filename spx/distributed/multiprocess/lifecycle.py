@@ -95,6 +95,20 @@ class Watchdog:
         with contextlib.suppress(Exception):  # the store may already be gone
             self.kv.set(ABORT_KEY, reason)
 
+    def explain(self, what: str, error: BaseException) -> DistBackendError:
+        """The error for a wait that failed (a peer's connection closed, a collective failed):
+        names the job's abort reason when a rank aborted it, which is the usual cause."""
+        if self.reason is None:
+            with contextlib.suppress(Exception):
+                value = self.kv.try_get(ABORT_KEY)
+                if value is not None:
+                    self.reason = value.decode(errors="replace")
+        if self.reason is not None:
+            return DistBackendError(
+                f"rank {self.rank}: {what} failed because the job was aborted: {self.reason}"
+            )
+        return DistBackendError(f"rank {self.rank}: {what} failed: {type(error).__name__}: {error}")
+
     def check(self) -> None:
         """Raise if the job was aborted (cheap: reads a local flag the watchdog maintains)."""
         if self.reason is not None:
@@ -175,7 +189,7 @@ class Watchdog:
             file=sys.stderr,
             flush=True,
         )
-        _hard_exit(1)
+        _leave_after_failure(self, 1)
 
     # -- normal exit --------------------------------------------------------------------------
     def exit_barrier(self, timeout: float, drain: Callable[[], None]) -> bool:
@@ -206,6 +220,15 @@ class Watchdog:
             time.sleep(delay)
             delay = min(2 * delay, 0.1)
         return False
+
+
+def _leave_after_failure(watchdog: Watchdog, code: int) -> None:
+    """Exit after this rank failed or was stopped. Rank 0 hosts the job's coordination service,
+    whose end makes JAX terminate every other process at once: it lingers for a few watchdog
+    periods so that the others first see the abort and stop with their own report."""
+    if watchdog.rank == 0 and watchdog.world_size > 1:
+        time.sleep(min(2.0, 3 * watchdog.interval))
+    _hard_exit(code)
 
 
 def _hard_exit(code: int) -> None:
@@ -242,7 +265,7 @@ def install(watchdog: Watchdog, timeout: float, drain: Callable[[], None]) -> No
         else:
             watchdog.abort(f"rank {watchdog.rank} failed: {kind.__name__}: {error}")
         write_error_file(error, "".join(traceback.format_exception(kind, error, tb)))
-        _hard_exit(1)
+        _leave_after_failure(watchdog, 1)
 
     sys.excepthook = excepthook
 
@@ -251,7 +274,7 @@ def install(watchdog: Watchdog, timeout: float, drain: Callable[[], None]) -> No
         watchdog.stop()
         if not clean:
             # A peer failed or never arrived: JAX's shutdown barrier would wait for it.
-            _hard_exit(1 if watchdog.reason else 0)
+            _leave_after_failure(watchdog, 1)
 
     # atexit runs handlers last-registered first: this one runs before JAX's clean-up, which
     # was registered when jax was imported.

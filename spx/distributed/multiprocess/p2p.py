@@ -310,9 +310,13 @@ class _PullWork(Work):
                 meta = owner.version_meta(self._channel, 0, self._src)
             self._pull(meta, version)
         what = f"a receive from rank {self._src} ({self._channel})"
+        watchdog = owner.runtime.watchdog
         while True:
-            with owner.runtime.watchdog.blocking(what, [self._src], owner.timeout):
-                jax.block_until_ready(self._arrays)
+            with watchdog.blocking(what, [self._src], owner.timeout):
+                try:
+                    jax.block_until_ready(self._arrays)
+                except Exception as e:  # the peer's connection closed: it failed or exited
+                    raise watchdog.explain(what, e) from e
             header, *leaves = self._arrays
             self._arrays = None
             if int(np.asarray(header)[0]) == _HEADER_DATA:
