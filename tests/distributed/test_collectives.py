@@ -271,10 +271,29 @@ def test_all_to_all(backend, nprocs):
         np.testing.assert_array_equal(np.stack(waited), np.stack(want))
 
 
+def _large_all_reduce(rank, out):
+    # 4 MiB per rank: across processes, past the size where SUM/AVG/MIN/MAX switch from
+    # gather-and-fold to XLA's ring collectives (psum/pmin/pmax).
+    dist.init_process_group()
+    x = jnp.asarray(rank_input(rank, (1024, 1024)))
+    ops = (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN, dist.ReduceOp.MAX)
+    out[rank] = {op: np.asarray(dist.all_reduce(x, op)) for op in ops}
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 2), ("process", 2), ("process", 4)])
+def test_large_all_reduce(backend, nprocs):
+    out = run_ranks(_large_all_reduce, nprocs, backend=backend)
+    xs = np.stack([rank_input(r, (1024, 1024)) for r in range(nprocs)])
+    for r in range(nprocs):
+        for op, got in out[r].items():
+            np.testing.assert_allclose(got, FLOAT_OPS[op](xs), rtol=1e-5, err_msg=str(op))
+            np.testing.assert_array_equal(got, out[0][op])  # the same bits on every rank
+
+
 # One batch of 2 and one of 4 processes runs these, in this order.
 PROCESS_CASES = [
     *[(fn, n) for n in (2, 4) for fn in (_all_reduce_every_op, _broadcast_gather_scatter)],
-    *[(fn, n) for n in (2, 4) for fn in (_reduce_scatter, _all_to_all)],
+    *[(fn, n) for n in (2, 4) for fn in (_reduce_scatter, _all_to_all, _large_all_reduce)],
     (_objects, 4),
     (_async_then_p2p, 2),
     (_bad_inputs, 2),

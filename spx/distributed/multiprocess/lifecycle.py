@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spx.distributed.backend import DistBackendError
@@ -60,6 +60,30 @@ class _Blocked:
         self.peers = tuple(peers)
         self.since = time.monotonic()
         self.deadline = self.since + timeout
+
+
+class _Blocking:
+    __slots__ = ("_entry", "_outer", "_tid", "_watchdog")
+
+    def __init__(self, watchdog: Watchdog, what: str, peers: Sequence[int], timeout: float):
+        self._watchdog = watchdog
+        self._entry = _Blocked(what, peers, timeout)
+
+    def __enter__(self) -> None:
+        w = self._watchdog
+        w.check()
+        self._tid = threading.get_ident()
+        with w._lock:
+            self._outer = w._blocked.get(self._tid)
+            w._blocked[self._tid] = self._entry
+
+    def __exit__(self, *exc: object) -> None:
+        w = self._watchdog
+        with w._lock:
+            if self._outer is None:
+                w._blocked.pop(self._tid, None)
+            else:
+                w._blocked[self._tid] = self._outer
 
 
 class Watchdog:
@@ -114,27 +138,15 @@ class Watchdog:
         if self.reason is not None:
             raise DistBackendError(f"rank {self.rank}: the job was aborted: {self.reason}")
 
-    @contextlib.contextmanager
-    def blocking(self, what: str, peers: Sequence[int], timeout: float) -> Iterator[None]:
-        """Mark the calling thread as blocked in ``what``, waiting for global ranks ``peers``.
+    def blocking(self, what: str, peers: Sequence[int], timeout: float) -> _Blocking:
+        """Context manager: the calling thread is blocked in ``what``, waiting for global ranks
+        ``peers``.
 
         Raises at entry if the job was aborted. While inside, the watchdog ends the process if
         the job is aborted, ``timeout`` seconds pass, or a peer exits without taking part.
+        (A class, not a generator: it wraps every collective and receive.)
         """
-        self.check()
-        me = threading.get_ident()
-        entry = _Blocked(what, peers, timeout)
-        with self._lock:
-            outer = self._blocked.get(me)
-            self._blocked[me] = entry
-        try:
-            yield
-        finally:
-            with self._lock:
-                if outer is None:
-                    self._blocked.pop(me, None)
-                else:
-                    self._blocked[me] = outer
+        return _Blocking(self, what, peers, timeout)
 
     # -- the thread ---------------------------------------------------------------------------
     def stop(self) -> None:
