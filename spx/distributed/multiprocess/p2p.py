@@ -100,6 +100,7 @@ class Transfers:
         self.server = transfer.start_transfer_server(self.device.client, f"{host}:0", [f"{host}:0"])
         runtime.kv.set(f"spx/p2p/addr/{self.rank}", self.server.address())
         self._lock = threading.Lock()
+        self._connect_lock = threading.Lock()  # held while looking up a peer (a blocking get)
         self._connections: dict[int, Any] = {}
         self._send: dict[str, _SendState] = {}
         self._recv: dict[str, _RecvState] = {}
@@ -186,13 +187,17 @@ class Transfers:
         return work
 
     def connection(self, src: int) -> Any:
+        """The (one, cached) connection to global rank ``src``'s transfer server."""
         conn = self._connections.get(src)
-        if conn is None:
-            with self.runtime.watchdog.blocking(f"looking up rank {src}", [src], self.timeout):
-                addr = self.runtime.kv.get(
-                    f"spx/p2p/addr/{src}", self.timeout, f"rank {self.rank} looking up rank {src}"
-                )
-            conn = self._connections[src] = self.server.connect(addr.decode())
+        if conn is not None:
+            return conn
+        with self._connect_lock:
+            conn = self._connections.get(src)
+            if conn is None:
+                what = f"looking up rank {src}'s transfer server"
+                with self.runtime.watchdog.blocking(what, [src], self.timeout):
+                    addr = self.runtime.kv.get(f"spx/p2p/addr/{src}", self.timeout, what)
+                conn = self._connections[src] = self.server.connect(addr.decode())
         return conn
 
     def version_meta(self, channel: str, version: int, src: int) -> tuple:
