@@ -1,4 +1,8 @@
-"""Lowering: turn a compute-only table into the table a runtime executes, as torch does.
+"""Lowering: turn a compute-only table into the table the runtime executes, as torch does.
+
+Every schedule lowers its table at construction (``pipeline_order_with_comms``, and the eval
+table) and :mod:`spx.distributed.pipelining.runtime.executor` runs the result: its SEND/RECV
+actions decide where each transfer starts and where each receive is posted.
 
 torch's ``_PipelineScheduleRuntime._prepare_schedule_with_comms`` lowers ``pipeline_order`` in
 three passes, reproduced here so that `_lower_schedule` equals torch's
