@@ -3,6 +3,7 @@
 Tests that take ``backend`` run on thread ranks and on process ranks (``_ranks.py``).
 """
 
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -224,7 +225,59 @@ def test_rank_queries_and_own_device(backend):
     assert out == {0: (0, 2, name, True, 1.0), 1: (1, 2, name, True, 1.0)}
 
 
+def _listening_addresses() -> list[str]:
+    """The local addresses this process's TCP sockets listen on (Linux /proc)."""
+    import ipaddress
+    import os
+
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
+                    continue
+                raw = bytes.fromhex(cols[1].split(":")[0])
+                # /proc prints each 32-bit word in host (little-endian) order.
+                fixed = b"".join(raw[i : i + 4][::-1] for i in range(0, width, 4))
+                addr = ipaddress.ip_address(fixed)
+                if addr.version == 6 and addr.ipv4_mapped:
+                    addr = addr.ipv4_mapped
+                found.append(str(addr))
+    return found
+
+
+def _sockets_bind_to_the_given_address(rank, out):
+    # Every socket the job opened (coordinator on rank 0, gloo, the transfer server) listens
+    # on MASTER_ADDR's loopback address, none on all interfaces.
+    dist.init_process_group()
+    dist.all_reduce(jnp.ones(2))
+    if rank == 0:
+        dist.send(jnp.ones(2), dst=1)
+    else:
+        dist.recv(jnp.zeros(2), src=0)
+    dist.barrier()
+    out[rank] = _listening_addresses()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_sockets_bind_to_the_given_address():
+    out = run_ranks(_sockets_bind_to_the_given_address, 2, backend="process")
+    # Rank 0: coordinator, gloo, transfer server; rank 1: gloo and transfer server.
+    assert len(out[0]) >= 3 and len(out[1]) >= 2, out
+    assert all(a == "127.0.0.1" for addrs in out.values() for a in addrs), out
+
+
 PROCESS_CASES = [
+    (_sockets_bind_to_the_given_address, 2),
     (_reinit, 2),
     (_ranks_and_devices, 2),
     (_subgroups, 4),
