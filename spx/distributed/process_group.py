@@ -382,7 +382,13 @@ def new_group(
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
-    """Leave ``group``; with None, leave the default group and every group made from it."""
+    """Leave ``group``; with None, leave the default group and every group made from it.
+
+    Not a collective, as in torch. Across processes this rank first finishes its own posted
+    receives; JAX's runtime keeps running (a later ``init_process_group`` with the same rank and
+    world reuses it), and at interpreter exit every rank waits until all ranks are done, so no
+    rank's transfer server goes away while a peer still pulls from it.
+    """
     if group is GroupMember.NON_GROUP_MEMBER:
         return
     ctx = _context.current()
