@@ -147,6 +147,10 @@ def _has_gpu_plugin() -> bool:
         return False
     import importlib.util
 
+    # find_spec of a dotted name imports the parent: without any jax_plugins package installed
+    # (a CPU-only install) that raises instead of returning None.
+    if importlib.util.find_spec("jax_plugins") is None:
+        return False
     return any(
         importlib.util.find_spec(name) is not None
         for name in ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13", "jax_plugins.xla_rocm7")
