@@ -105,7 +105,7 @@ class Binding:
         """``[datas, grads, buffers, opt_states, key]`` — the mutable state, as it is now."""
         return [
             [p._data for p in self.params],
-            [p.grad for p in self.params],
+            [p._grad for p in self.params],
             [d[n] for d, n in self.buffer_slots],
             [o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
@@ -115,7 +115,7 @@ class Binding:
         datas, grads, buffers, opt_states, key = state
         for p, d, g in zip(self.params, datas, grads, strict=True):
             p._data = d
-            p.grad = g
+            p._grad = g
         for (d, n), b in zip(self.buffer_slots, buffers, strict=True):
             d[n] = b
         for (o, p), s in zip(self.opt_slots, opt_states, strict=True):
@@ -130,7 +130,7 @@ class Binding:
         params = self.params
         return [
             *[p._data for p in params],
-            *[p.grad for p in params],
+            *[p._grad for p in params],
             *[d[n] for d, n in self.buffer_slots],
             *[o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
@@ -169,7 +169,7 @@ class Binding:
             for p, k in datas:
                 p._data = values[k]
             for p, k in grads:
-                p.grad = values[k]
+                p._grad = values[k]
             for d, n, k in buffers:
                 d[n] = values[k]
             for o, p, k in opts:
