@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from spx.compile import sharing
-from spx.compile.binding import Binding, flatten_args, is_stateful
+from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.nn import _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -248,7 +248,7 @@ class CompiledFunction:
                 for i, spec in dead_specs.items():
                     flat_in[i] = _placeholder(spec)
             try:
-                binding.write_state(binding.unflatten(flat_in))
+                binding.bind_state(binding.unflatten(flat_in))
                 binding.write_hparams(hparams)
                 it = iter(dyn)
                 call_leaves = [
@@ -266,7 +266,9 @@ class CompiledFunction:
                     raise TypeError(_RETURNED_STATE.format(kind=type(x).__name__))
             if layout is None:
                 record["changed"] = tuple(
-                    i for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True)) if a is not b
+                    i
+                    for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True))
+                    if not same_slot(a, b)
                 )
                 return out
             # The updated state first, in the order of the donated inputs, and the user's outputs

@@ -12,6 +12,7 @@ function is traced into the fused training step.
 from __future__ import annotations
 
 import copy
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -81,7 +82,9 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state: dict[Parameter, dict[str, Any]] = {}
+        # torch's state is a defaultdict(dict): torch-style step() code reads self.state[p]
+        # for a parameter that has no state yet and fills the empty dict it gets.
+        self.state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Parameter | jax.Array | np.ndarray):
             raise TypeError(
@@ -265,7 +268,7 @@ class Optimizer:
             states, fresh = [], 0
             for p in active:
                 state = self.state.get(p)
-                if state is None:
+                if not state:  # none yet, or the empty dict a self.state[p] read created
                     state = self._init_state(p.data, group)
                     if not isinstance(p.data, jax.core.Tracer) and p.data.committed:
                         # Commit the new state to the parameter's device, as the parameter is:
@@ -366,7 +369,7 @@ class Optimizer:
         id_to_param = {}
         for saved, group in zip(saved_groups, self.param_groups, strict=True):
             id_to_param.update(zip(saved["params"], group["params"], strict=True))
-        new_state: dict[Parameter, dict[str, Any]] = {}
+        new_state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
         for key, value in state_dict["state"].items():
             param = id_to_param.get(int(key))
             if param is None:
