@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax
 
-from spx import _context
+from spx import _context, _transforms
 
 
 def manual_seed(seed: int) -> None:
@@ -66,5 +66,7 @@ def next_key() -> jax.Array:
     """
     ctx = _context.current()
     key = ctx.key if ctx.key is not None else _make_key(ctx.seed)
-    ctx.key, sub = jax.random.split(key)
+    new, sub = jax.random.split(key)
+    _transforms.check_key(new)  # a plain jax.jit must not leave a tracer in the generator
+    ctx.key = new
     return sub

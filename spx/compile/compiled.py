@@ -34,6 +34,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx import _transforms
 from spx.compile import sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.nn import _structure
@@ -255,7 +256,8 @@ class CompiledFunction:
                     next(it) if k == "dyn" else x for x, k in zip(leaves, kinds, strict=True)
                 ]
                 args, kwargs = treedef.unflatten(call_leaves)
-                out = fn(*args, **kwargs)
+                with _transforms.binding():
+                    out = fn(*args, **kwargs)
                 flat_out = binding.read_flat()
             finally:
                 binding.write_state(binding.unflatten(before))

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _transforms
 from spx._host import device_array
 from spx.nn import _pytree, _structure
 from spx.nn.parameter import Parameter, _as_array
@@ -134,6 +135,7 @@ class Module:
                     f"cannot assign {type(value).__name__} as buffer '{name}' "
                     "(jax.Array, numpy.ndarray or None expected)"
                 )
+            _transforms.check_buffer(self, name, value)
             if (value is None) != (buffers[name] is None):
                 _structure.bump()
             # numpy memory is mutable and must not back an immutable buffer: a host copy.

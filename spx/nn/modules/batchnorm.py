@@ -6,9 +6,11 @@ Parameters ``weight``/``bias`` and buffers ``running_mean``/``running_var``/
 **How the running statistics change.** jax arrays are immutable, so a training-mode forward
 *assigns new arrays* to the buffers (``self.running_mean = new``) instead of updating them in
 place. That assignment is the state change: eager code sees it on the module right away, and
-``spx.compile``/``spx.value_and_grad`` re-read the buffers after the forward and write the traced
-results back. (Under a bare ``jax.grad``/``jax.jit`` of a module, the update lands on the traced
-copy only, as with any pure function.)
+``spx.compile``/``spx.backward`` re-read the buffers after the forward and write the traced
+results back. Under a plain ``jax.jit`` the update lands on the traced copy of a module passed
+as an argument: return the module to keep it (``jax.jit(lambda m, x: (m(x), m))``); a copy
+dropped with its updates is reported with a ``RuntimeWarning``, and a module the jitted function
+closes over refuses the traced assignment (see ``spx._transforms``).
 
 ``num_batches_tracked`` is an int32 scalar: JAX runs with 64-bit types off, so torch's int64
 is stored as int32 (a torch checkpoint's int64 value loads fine, cast on load).

@@ -3,8 +3,10 @@
 In training mode each call draws a fresh key from the calling rank's generator
 (``spx.random.next_key()``, seeded by ``spx.manual_seed``), so masks differ from call to call and
 a seeded run is reproducible; under ``spx.compile`` that key is threaded through the compiled
-program as state. In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is
-and no key is drawn.
+program as state. Under a plain ``jax.jit`` nobody would thread it: drawing there raises an error
+that shows the alternatives (``spx.compile``, ``model.eval()``, ``F.dropout(..., key=key)``).
+In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is and no key is
+drawn.
 """
 
 from __future__ import annotations
