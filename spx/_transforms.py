@@ -92,9 +92,7 @@ class _Pending:
 def _report_dropped(pending: _Pending) -> None:
     if pending.delivered:
         return
-    message = MSG_DROPPED.format(
-        owner=pending.owner, names=", ".join(dict.fromkeys(pending.names))
-    )
+    message = MSG_DROPPED.format(owner=pending.owner, names=", ".join(dict.fromkeys(pending.names)))
     where = pending.where
     if where is None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
@@ -120,9 +118,7 @@ def binding() -> Iterator[None]:
 
 def is_binding() -> bool:
     """Whether spx binds state right now: inside :func:`binding`, or with a traced RNG key."""
-    return getattr(_LOCAL, "depth", 0) > 0 or isinstance(
-        _context.current().key, jax.core.Tracer
-    )
+    return getattr(_LOCAL, "depth", 0) > 0 or isinstance(_context.current().key, jax.core.Tracer)
 
 
 def check_key(new_key: Any) -> None:
