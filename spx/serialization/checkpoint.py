@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from spx.serialization._arrays import resolve_device, to_device
-from spx.serialization._file import SafetensorsFile, few
+from spx.serialization._file import SafetensorsFile, few, pickle_kind
 from spx.serialization._leftovers import remove_dead_temps
 from spx.serialization.sharded import INDEX_SUFFIX, SAVE_ID_KEY, read_index
 
@@ -49,9 +49,16 @@ def _resolve(path: Path) -> tuple[str, Path]:
             f"{str(path)!r} holds several checkpoints ({few(found)}); pass the one to load, "
             f"e.g. {str(path / found[0])!r}"
         )
+    pickles = sorted(p.name for p in path.iterdir() if p.is_file() and pickle_kind(p))
+    hint = (
+        f"; it holds PyTorch pickles ({few(pickles)}), which spx never unpickles: convert one "
+        "with safetensors.torch.save_file(torch.load(p), 'model.safetensors')"
+        if pickles
+        else ""
+    )
     raise FileNotFoundError(
         f"no checkpoint in directory {str(path)!r}: expected model{INDEX_SUFFIX} (sharded) or "
-        "model.safetensors"
+        f"model.safetensors{hint}"
     )
 
 
