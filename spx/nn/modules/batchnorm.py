@@ -107,6 +107,14 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def _prepare_state_dict(self, state_dict: Any, prefix: str) -> None:
+        # torch's BatchNorm (version 2) added num_batches_tracked; a state dict without it (an
+        # old checkpoint) keeps the current count, as torch's _load_from_state_dict does.
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            current = self.num_batches_tracked
+            state_dict[key] = current if current is not None else jnp.zeros((), jnp.int32)
+
     def _check_input(self, x: Array) -> None:
         name = type(self).__name__
         if x.ndim not in self._ranks:
