@@ -527,6 +527,25 @@ class Module:
                 self.get_submodule(module_path)._buffers[name] = array
         return _IncompatibleKeys(missing, unexpected)
 
+    def _required_parameter(self, name: str) -> Parameter:
+        """The parameter ``name`` that ``forward`` cannot do without, or a clear error.
+
+        torch allows ``m.weight = None``; the next forward then fails. This names what is
+        missing and how to restore it, instead of an ``AttributeError`` on ``None``.
+
+        Raises:
+            TypeError: the parameter slot holds ``None``.
+        """
+        param = self._parameters.get(name)
+        if param is None:
+            cls = type(self).__name__
+            raise TypeError(
+                f"{cls}.{name} is None (it was set to None or registered empty), but "
+                f"{cls}.forward needs it. Assign a Parameter first, e.g. "
+                f"module.{name} = nn.Parameter(jnp.zeros(shape)), or build a new {cls}."
+            )
+        return param
+
     def _prepare_state_dict(self, state_dict: StateDictOverlay, prefix: str) -> None:
         """Adapt this module's entries (``prefix`` + name) before ``load_state_dict`` checks them.
 

@@ -9,6 +9,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx.nn import functional as F
 
 torch = pytest.importorskip("torch")
 
@@ -173,3 +174,35 @@ def test_bilinear_matches_torch(bias):
     _check_parity(t_layer, s_layer, _x(5, 3), _x(5, 4, seed=1))
     bound = 1 / math.sqrt(3)
     assert np.abs(np.asarray(nn.Bilinear(3, 4, 2).weight)).max() <= bound
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "inputs"),
+    [
+        ("Linear", (3, 2), [(1, 3)]),
+        ("Bilinear", (2, 2, 2), [(1, 2), (1, 2)]),
+        ("Conv1d", (3, 2, 1), [(1, 3, 4)]),
+        ("Embedding", (4, 2), None),
+    ],
+)
+def test_weight_set_to_none_gives_a_clear_type_error_like_torch(name, args, inputs):
+    # Before: "'NoneType' object has no attribute 'is_uninitialized'" (or a jnp.array error).
+    t_layer, layer = getattr(torch.nn, name)(*args), getattr(nn, name)(*args)
+    t_layer.weight = None
+    layer.weight = None
+    if inputs is None:
+        t_in, s_in = [torch.tensor([1])], [jnp.array([1])]
+    else:
+        t_in = [torch.ones(s) for s in inputs]
+        s_in = [jnp.ones(s) for s in inputs]
+    with pytest.raises(TypeError):
+        t_layer(*t_in)
+    with pytest.raises(TypeError, match=rf"{name}\.weight is None.*nn\.Parameter"):
+        layer(*s_in)
+
+
+def test_functional_linear_refuses_a_none_weight_like_torch():
+    with pytest.raises(TypeError):
+        torch.nn.functional.linear(torch.ones(1, 3), None)
+    with pytest.raises(TypeError, match=r"linear\(\): argument 'weight' must be an array"):
+        F.linear(jnp.ones((1, 3)), None)

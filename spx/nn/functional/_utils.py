@@ -36,6 +36,21 @@ def ntuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
     raise ValueError(f"{name} must be an int or a sequence of {n} ints, got {value!r}")
 
 
+def required_array(value: Any, name: str, fn: str) -> jax.Array:
+    """``value`` as an array; ``None`` is a TypeError naming the argument (torch's too).
+
+    Example:
+        >>> required_array([1.0], "weight", "linear").shape
+        (1,)
+    """
+    if value is None:
+        raise TypeError(
+            f"{fn}(): argument '{name}' must be an array, not None. If it is a module's "
+            f"parameter that was set to None, assign it a Parameter again."
+        )
+    return jnp.asarray(value)
+
+
 def check_reduction(reduction: str, allowed: Sequence[str] = REDUCTIONS) -> str:
     """Validate a ``reduction`` string (torch raises ValueError with this wording)."""
     if reduction not in allowed:

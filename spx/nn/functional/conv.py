@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from spx.nn.functional._utils import ntuple
+from spx.nn.functional._utils import ntuple, required_array
 
 Array = jax.Array
 
@@ -89,7 +89,7 @@ def _conv(
     nd: int,
     name: str,
 ) -> Array:
-    x, w = jnp.asarray(input), jnp.asarray(weight)
+    x, w = required_array(input, "input", name), required_array(weight, "weight", name)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"{name}: weight must be (out_channels, in_channels/groups, {', '.join('k' * nd)}), "
@@ -132,7 +132,7 @@ def _conv_transpose(
     nd: int,
     name: str,
 ) -> Array:
-    x, w = jnp.asarray(input), jnp.asarray(weight)
+    x, w = required_array(input, "input", name), required_array(weight, "weight", name)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"{name}: weight must be (in_channels, out_channels/groups, "

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx.nn.functional._utils import is_concrete
+from spx.nn.functional._utils import is_concrete, required_array
 
 Array = jax.Array
 
@@ -61,7 +61,10 @@ def embedding(
     Example:
         >>> F.embedding(jnp.array([[0, 2]]), jnp.eye(3), padding_idx=0).shape  # (1, 2, 3)
     """
-    idx, w = jnp.asarray(input), jnp.asarray(weight)
+    idx, w = (
+        required_array(input, "input", "embedding"),
+        required_array(weight, "weight", "embedding"),
+    )
     if w.ndim != 2:
         raise RuntimeError(
             f"embedding: weight must be (num_embeddings, embedding_dim), got shape {w.shape}"

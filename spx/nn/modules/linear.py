@@ -113,11 +113,12 @@ class Linear(Module):
         input = jnp.asarray(input)
         if input.ndim == 0:
             raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
-        if self.weight.is_uninitialized:
+        weight = self._required_parameter("weight")
+        if weight.is_uninitialized:
             self._materialize(input.shape[-1])
         elif self.in_features is None:
             # Materialized by load_state_dict rather than by a first call.
-            self.in_features = self.weight.shape[1]
+            self.in_features = weight.shape[1]
         if input.shape[-1] != self.in_features:
             raise ValueError(
                 f"Linear: input has {input.shape[-1]} features in its last dimension "
@@ -125,7 +126,7 @@ class Linear(Module):
                 f"{self.in_features}. Reshape the input or build Linear({input.shape[-1]}, "
                 f"{self.out_features})."
             )
-        return F.linear(input, self.weight, self.bias)
+        return F.linear(input, weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
@@ -193,7 +194,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: jax.Array, input2: jax.Array) -> jax.Array:
-        return F.bilinear(input1, input2, self.weight, self.bias)
+        return F.bilinear(input1, input2, self._required_parameter("weight"), self.bias)
 
     def extra_repr(self) -> str:
         return (

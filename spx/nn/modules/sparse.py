@@ -124,8 +124,9 @@ class Embedding(Module):
             self.weight.data = self.weight.data.at[self.padding_idx].set(0)
 
     def forward(self, input: Array) -> Array:
+        weight = self._required_parameter("weight")
         return F.embedding(
-            input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+            input, weight, self.padding_idx, self.max_norm, self.norm_type,
             self.scale_grad_by_freq, self.sparse,
         )  # fmt: skip
 
