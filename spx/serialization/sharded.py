@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from spx import _validate
 from spx.serialization._arrays import check_key, check_metadata, to_host
 from spx.serialization._atomic import AtomicWriter
 from spx.serialization._file import write_file
@@ -60,8 +61,8 @@ def parse_size(size: int | str) -> int:
         >>> parse_size("2MB"), parse_size("1KiB"), parse_size(300)
         (2000000, 1024, 300)
     """
-    if isinstance(size, int) and not isinstance(size, bool):
-        value = size
+    if _validate.is_int(size):
+        value = int(size)
     elif isinstance(size, str):
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", size)
         unit = match.group(2).upper() if match else ""

@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -60,12 +61,12 @@ class _BatchNorm(Module):
     ) -> None:
         super().__init__()
         name = type(self).__name__
-        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"{name}: num_features must be a positive int, got {num_features!r}")
-        if momentum is not None and not 0.0 <= momentum <= 1.0:
-            raise ValueError(
-                f"{name}: momentum must be in [0, 1] or None (cumulative average), got {momentum!r}"
-            )
+        num_features = _validate.as_int(num_features, "num_features", name, minimum=1)
+        if momentum is not None:  # validated; kept as given (torch's repr shows it as given)
+            _validate.as_float(
+                momentum, "momentum", name, minimum=0, maximum=1,
+                hint="or None for a cumulative average",
+            )  # fmt: skip
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum

@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 
+from spx import _validate
 from spx import random as spx_random
 from spx.nn import functional as F
 from spx.nn.module import Module
@@ -27,14 +28,13 @@ class _DropoutNd(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, int | float):
-            raise TypeError(f"{type(self).__name__}: p must be a float, got {p!r}")
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(
-                f"dropout probability has to be between 0 and 1, but got {p}; "
-                f"pass e.g. nn.{type(self).__name__}(p=0.1)"
-            )
-        self.p = p
+        name = type(self).__name__
+        checked = _validate.as_float(
+            p, "p (the dropout probability)", name, minimum=0, maximum=1,
+            hint=f"pass e.g. nn.{name}(p=0.1)",
+        )  # fmt: skip
+        # A Python number is kept as given: torch's repr shows Dropout(p=0) for p=0.
+        self.p = p if type(p) in (int, float) else checked
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -68,14 +69,11 @@ class Linear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        for name, value in (("in_features", in_features), ("out_features", out_features)):
-            if value is None and name == "in_features":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(
-                    f"Linear: {name} must be a non-negative int, got {value!r}"
-                    + (" (use None or nn.LazyLinear to infer it)" if name == "in_features" else "")
-                )
+        in_features = _validate.as_optional_int(
+            in_features, "in_features", "Linear", minimum=0,
+            hint="use None or nn.LazyLinear to infer it",
+        )  # fmt: skip
+        out_features = _validate.as_int(out_features, "out_features", "Linear", minimum=0)
         self.in_features = in_features
         self.out_features = out_features
         self._device = device
@@ -177,9 +175,11 @@ class Bilinear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        self.in1_features = in1_features
-        self.in2_features = in2_features
-        self.out_features = out_features
+        self.in1_features = _validate.as_int(in1_features, "in1_features", "Bilinear", minimum=0)
+        self.in2_features = _validate.as_int(in2_features, "in2_features", "Bilinear", minimum=0)
+        self.out_features = _validate.as_int(out_features, "out_features", "Bilinear", minimum=0)
+        in1_features, in2_features = self.in1_features, self.in2_features
+        out_features = self.out_features
         self.weight = Parameter(_empty((out_features, in1_features, in2_features), dtype, device))
         if bias:
             self.bias = Parameter(_empty((out_features,), dtype, device))
