@@ -260,7 +260,7 @@ class CompiledFunction:
                 ]
                 args, kwargs = treedef.unflatten(call_leaves)
                 if layout is not None:
-                    self._note_signature(args, kwargs, dyn, live_state, const_state)
+                    self._note_signature(kinds, args, kwargs, dyn, live_state, const_state)
                 try:
                     with _transforms.binding():
                         out = fn(*args, **kwargs)
@@ -334,10 +334,10 @@ class CompiledFunction:
         return _Program(jitted, mutable, live, donated, constant, cacheable, in_shared, record)
 
     # -- diagnostics -------------------------------------------------------------------------
-    def _note_signature(self, args, kwargs, dyn, live_state, const_state) -> None:
+    def _note_signature(self, kinds, args, kwargs, dyn, live_state, const_state) -> None:
         """Count the signatures traced (jax retraces ``pure`` for each new shape or dtype)."""
         names = diagnostics.argument_names(self.fn, args, kwargs)
-        arrays = [n for n, k in zip(names, self._plan.kinds, strict=True) if k == "dyn"]
+        arrays = [n for n, k in zip(names, kinds, strict=True) if k == "dyn"]
         sig = diagnostics.signature(arrays, dyn, [live_state, const_state])
         message = self.signatures.record(sig)
         if message is not None:

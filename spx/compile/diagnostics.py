@@ -21,6 +21,7 @@ user's line and shows the fix:
 from __future__ import annotations
 
 import inspect
+import itertools
 import types
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -121,17 +122,21 @@ def _reachable(fn: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _holds_tracer(value: Any, depth: int = 2) -> bool:
+    """Whether ``value`` or its newest entries (appended by the step) are tracers."""
     if isinstance(value, jax.core.Tracer):
         return True
     if depth == 0:
         return False
     if isinstance(value, dict):
-        items: Any = value.values()
-    elif isinstance(value, list | tuple | set | deque):
-        items = value
+        items: Any = reversed(value.values())
+    elif isinstance(value, list | tuple | deque):
+        items = reversed(value)
+    elif isinstance(value, set):
+        items = iter(value)
     else:
         return False
-    return any(_holds_tracer(v, depth - 1) for v in list(items)[-64:])
+    # A bounded look: a large global dataset list must not make tracing slow.
+    return any(_holds_tracer(v, depth - 1) for v in itertools.islice(items, 64))
 
 
 def collected_tracers(fn: Callable[..., Any]) -> list[str]:

@@ -475,7 +475,8 @@ class Module:
                 f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
             )
         state_dict = StateDictOverlay(state_dict)
-        for name, module in self.named_modules():
+        # Every prefix a module is reachable under (a shared module's keys appear under each).
+        for name, module in self.named_modules(remove_duplicate=False):
             module._prepare_state_dict(state_dict, f"{name}." if name else "")
         expected = self.state_dict(keep_vars=True)
         missing = [k for k in expected if k not in state_dict]
