@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _transforms
 from spx import random as spx_random
 from spx.compile.binding import Binding, flatten_args, is_stateful
 from spx.nn.module import Module
@@ -112,7 +113,9 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             for p, d in zip(train, datas, strict=True):
                 p._data = d
-            loss, aux, box["has_aux"] = _split_loss(fn(*args, **kwargs), fn_name)
+            with _transforms.binding():
+                out = fn(*args, **kwargs)
+            loss, aux, box["has_aux"] = _split_loss(out, fn_name)
             after = binding.read_state()
             return loss, (aux, after[2], after[4])
         finally:
@@ -212,7 +215,8 @@ def value_and_grad(
             new_args = list(args)
             for n, (leaves, treedef, slots, unique), values in zip(nums, splits, diff, strict=True):
                 new_args[n] = rebuild(leaves, treedef, slots, unique, values)
-            out = fn(*new_args, **kwargs)
+            with _transforms.binding():
+                out = fn(*new_args, **kwargs)
             if has_aux:
                 if not isinstance(out, tuple) or len(out) != 2:
                     raise ValueError("with has_aux=True the function must return (loss, aux)")

@@ -105,17 +105,18 @@ class Binding:
         """``[datas, grads, buffers, opt_states, key]`` — the mutable state, as it is now."""
         return [
             [p._data for p in self.params],
-            [p.grad for p in self.params],
+            [p._grad for p in self.params],
             [d[n] for d, n in self.buffer_slots],
             [o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
         ]
 
     def write_state(self, state: list[Any]) -> None:
+        """Write ``state`` (as :meth:`read_state` returns it) back into the objects as it is."""
         datas, grads, buffers, opt_states, key = state
         for p, d, g in zip(self.params, datas, grads, strict=True):
             p._data = d
-            p.grad = g
+            p._grad = g
         for (d, n), b in zip(self.buffer_slots, buffers, strict=True):
             d[n] = b
         for (o, p), s in zip(self.opt_slots, opt_states, strict=True):
@@ -125,12 +126,23 @@ class Binding:
                 o.state[p] = s
         _context.current().key = key
 
+    def bind_state(self, state: list[Any]) -> None:
+        """Write traced ``state`` into the objects for a trace of the user's code.
+
+        Each optimizer state dict is bound as a fresh shallow copy: torch-style code updates
+        ``self.state[p]`` *in place* (``state["momentum_buffer"] = buf``), and a dict shared
+        with the trace's inputs would hide that update from the change detection
+        (:func:`same_slot` compares by identity).
+        """
+        datas, grads, buffers, opt_states, key = state
+        self.write_state([datas, grads, buffers, [_fresh(s) for s in opt_states], key])
+
     def read_flat(self) -> list[Any]:
         """The state slots as one flat list: datas, grads, buffers, optimizer states, key."""
         params = self.params
         return [
             *[p._data for p in params],
-            *[p.grad for p in params],
+            *[p._grad for p in params],
             *[d[n] for d, n in self.buffer_slots],
             *[o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
@@ -169,7 +181,7 @@ class Binding:
             for p, k in datas:
                 p._data = values[k]
             for p, k in grads:
-                p.grad = values[k]
+                p._grad = values[k]
             for d, n, k in buffers:
                 d[n] = values[k]
             for o, p, k in opts:
@@ -198,6 +210,21 @@ class Binding:
 
     def has_uninitialized(self) -> bool:
         return any(c is UninitializedParameter for c in self.param_classes)
+
+
+def _fresh(value: Any) -> Any:
+    return dict(value) if type(value) is dict else value
+
+
+def same_slot(before: Any, after: Any) -> bool:
+    """Whether a state slot still holds what was bound: the same object, or for an optimizer
+    state dict (bound as a copy, see :meth:`Binding.bind_state`) the same keys and the same
+    objects under them."""
+    if before is after:
+        return True
+    if type(before) is dict and type(after) is dict:
+        return before.keys() == after.keys() and all(before[k] is after[k] for k in before)
+    return False
 
 
 def flatten_args(args: Any) -> tuple[list[Any], Any]:

@@ -62,7 +62,7 @@ class Parameter:
         (4, 3)
     """
 
-    __slots__ = ("__weakref__", "_data", "grad", "requires_grad")
+    __slots__ = ("__weakref__", "_data", "_grad", "requires_grad")
     # Let jax.Array.__radd__ & co. defer to us, and numpy ufuncs treat us as array-like.
     __array_priority__ = 200
 
@@ -70,7 +70,7 @@ class Parameter:
         if data is None:
             data = jnp.zeros((0,), jnp.float32)  # torch: Parameter() is an empty tensor
         self._data = _as_array(data, "Parameter data")
-        self.grad: jax.Array | None = None
+        self._grad: jax.Array | None = None
         self.requires_grad = bool(requires_grad)
 
     # -- value ------------------------------------------------------------------------------
@@ -81,6 +81,20 @@ class Parameter:
     @data.setter
     def data(self, value: Any) -> None:
         self._data = _as_array(value, "Parameter.data")
+
+    @property
+    def grad(self) -> jax.Array | None:
+        """The accumulated gradient (``None`` until a backward writes one).
+
+        Assigning checks the value as torch does: a gradient must be an array of the
+        parameter's shape and dtype, so a wrong one fails here rather than reshaping the
+        parameter at the next ``optimizer.step()``.
+        """
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        self._grad = None if value is None else _checked_grad(self, value)
 
     @property
     def is_uninitialized(self) -> bool:
@@ -191,6 +205,41 @@ class Parameter:
         return ~self.data
 
 
+def _checked_grad(param: Parameter, value: Any) -> jax.Array:
+    """``value`` as a gradient of ``param``, or a clear error (torch refuses the same cases)."""
+    if isinstance(value, Parameter):
+        value = value.data
+    if not isinstance(value, jax.Array | np.ndarray | np.generic):
+        raise TypeError(
+            f"assigned grad expected to be a jax.Array or numpy.ndarray, got "
+            f"{type(value).__name__}: {value!r:.60}. Assign an array of the parameter's shape "
+            f"{_shape_text(param)}, e.g. p.grad = jnp.zeros_like(p.data)."
+        )
+    if isinstance(value, np.ndarray | np.generic):
+        value = device_array(value)
+    data = param._data
+    if data is None:  # a lazy parameter: nothing to compare against yet
+        return value
+    if value.shape != data.shape:
+        raise RuntimeError(
+            f"assigned grad has data of a different size: the grad has shape "
+            f"{tuple(value.shape)}, the parameter {tuple(data.shape)}. A gradient must have its "
+            "parameter's shape; reshape it (g.reshape(p.shape)) or assign it to the right "
+            "parameter."
+        )
+    if value.dtype != data.dtype:
+        raise RuntimeError(
+            f"assigned grad has data of a different type: the grad is {value.dtype}, the "
+            f"parameter {data.dtype} (shape {tuple(data.shape)}). Cast it first: "
+            f"p.grad = g.astype(p.dtype)."
+        )
+    return value
+
+
+def _shape_text(param: Parameter) -> str:
+    return "?" if param._data is None else str(tuple(param._data.shape))
+
+
 def _data_of(x: Any) -> Any:
     return x.data if isinstance(x, Parameter) else x
 
@@ -233,7 +282,7 @@ class UninitializedParameter(Parameter):
 
     def __init__(self, requires_grad: bool = True, dtype: Any = jnp.float32) -> None:
         self._data = None  # type: ignore[assignment]
-        self.grad = None
+        self._grad = None
         self.requires_grad = bool(requires_grad)
 
     @property
@@ -274,7 +323,7 @@ def _unflatten(aux: tuple[type, bool], children: tuple[Any]) -> Parameter:
     cls, requires_grad = aux
     p = object.__new__(Parameter if cls is UninitializedParameter else cls)
     p._data = children[0]
-    p.grad = None
+    p._grad = None
     p.requires_grad = requires_grad
     return p
 
