@@ -36,3 +36,7 @@ from spx.serialization import load as load
 from spx.serialization import save as save
 
 __version__ = "0.1.0"
+
+# Last, so that spx.distributed can use all of the above. Under spx-run it records an uncaught
+# exception into TORCHELASTIC_ERROR_FILE for the launcher's failure report (no-op otherwise).
+from spx.distributed.elastic import autorecord as _autorecord

@@ -6,7 +6,8 @@ Rules (chosen so that a ported torch script picks the device it meant):
   thread belongs to a rank (``spx.distributed``), else the first local device of that platform.
 * ``"cuda:N"`` / ``"gpu:N"`` is the N-th local device of the accelerator backend; on a machine
   without one it is the N-th local CPU device, so ``cuda:{local_rank}`` in a ported script picks
-  each rank's own device. ``"cpu:N"`` is the N-th local CPU device.
+  each rank's own device. ``"cpu:N"`` is the N-th local CPU device. In a rank process of a
+  multi-process job (one device per process), N == ``LOCAL_RANK`` is the rank's own device.
 * A ``jax.Device`` is returned as it is.
 """
 
@@ -74,9 +75,11 @@ def device(spec: str | jax.Device, index: int | None = None) -> jax.Device:
             f"spx.device({spec!r}): unknown device type {kind!r}; use 'cpu', 'cuda:N' or 'gpu:N'"
         )
     platform = "cpu" if kind == "cpu" else _accelerator_platform()
+    ctx = _context.current()
     if index is None:
-        own = _context.current().device
-        if own is not None:
-            return own
+        if ctx.device is not None:
+            return ctx.device
         return _local(platform, 0, spec)
+    if ctx.device is not None and ctx.extras.get("spx.distributed.local_rank") == index:
+        return ctx.device  # a rank process: "cuda:{LOCAL_RANK}" is its own (only) device
     return _local(platform, index, spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax
 
-from spx import _context
+from spx import _context, _transforms, _validate
 
 
 def manual_seed(seed: int) -> None:
@@ -23,10 +23,7 @@ def manual_seed(seed: int) -> None:
         >>> import spx
         >>> spx.manual_seed(0)
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"manual_seed expects an int, got {seed!r} ({type(seed).__name__})")
-    if not -(2**63) <= seed < 2**64:
-        raise ValueError(f"manual_seed: seed {seed} is out of range [-2**63, 2**64)")
+    seed = _validate.as_int(seed, "seed", "manual_seed", minimum=-(2**63), maximum=2**64 - 1)
     ctx = _context.current()
     ctx.seed = seed
     # Keys are created lazily so that seeding does not start the JAX backend.
@@ -66,5 +63,7 @@ def next_key() -> jax.Array:
     """
     ctx = _context.current()
     key = ctx.key if ctx.key is not None else _make_key(ctx.seed)
-    ctx.key, sub = jax.random.split(key)
+    new, sub = jax.random.split(key)
+    _transforms.check_key(new)  # a plain jax.jit must not leave a tracer in the generator
+    ctx.key = new
     return sub

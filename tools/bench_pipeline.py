@@ -67,17 +67,17 @@ import spx.distributed as dist  # noqa: E402
 from spx import nn  # noqa: E402
 from spx import random as spx_random  # noqa: E402
 from spx.distributed.pipelining import PipelineStage, get_schedule_class  # noqa: E402
-from spx.distributed.pipelining._ir import (  # noqa: E402
+from spx.distributed.pipelining.microbatch import (  # noqa: E402
+    split_args_kwargs_into_chunks,
+    split_target,
+)
+from spx.distributed.pipelining.tables.ir import (  # noqa: E402
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
     FULL_BACKWARD,
 )
-from spx.distributed.pipelining._orders import get_schedule_spec  # noqa: E402
-from spx.distributed.pipelining.microbatch import (  # noqa: E402
-    split_args_kwargs_into_chunks,
-    split_target,
-)
+from spx.distributed.pipelining.tables.orders import get_schedule_spec  # noqa: E402
 
 # (schedule name, ranks, stages per rank)
 CONFIGS: dict[str, tuple[str, int, int]] = {
@@ -165,7 +165,7 @@ class HandLoop:
         saved: dict[int, list[Any]] = {s: [None] * self.n for s in programs}
         # The same work as the runtime: committed zero accumulators, then the same programs.
         acc = {
-            s: jax.device_put(p.zeros_like(params[s][0]), self.stages[s].device)
+            s: jax.device_put(p.zero_accumulators(), self.stages[s].device)
             for s, p in programs.items()
         }
         local: dict[tuple, Any] = {}
@@ -270,7 +270,7 @@ def _instrument(schedule: Any) -> _Timer:
         timer.wrap(st, "_finish_step", "  stage._finish_step")
     timer.wrap(schedule._runner, "run", "  RankRunner.run (action loop)")
     timer.wrap(schedule._transport, "send", "    transport.send (send_tree)")
-    timer.wrap(schedule._transport, "recv", "    transport.recv (recv_tree, incl. wait)")
+    timer.wrap(schedule._transport, "post_recv", "    transport.post_recv (irecv_tree)")
     for st in schedule._stages.values():
         for m in (
             "forward_one_chunk",

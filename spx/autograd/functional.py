@@ -14,16 +14,16 @@ records no autograd history, and ``jnp`` functions may be used freely:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from spx import _transforms
 from spx import random as spx_random
-from spx._tensor import graph
-from spx._tensor.graph import Storage, value_node
 from spx._tensor.grad_mode import no_grad as _no_grad_mode
+from spx._tensor.graph import Storage, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile.binding import (
     Binding,
@@ -99,16 +99,16 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
     def loss_of(datas: list[jax.Array]) -> tuple[jax.Array, Any]:
         # JAX differentiates here: spx records no autograd history (jnp calls are fine).
-        graph.STATE.binding += 1
         try:
             with _no_grad_mode():
                 for p, d in zip(train, datas, strict=True):
                     p._data = d
-                loss, aux, box["has_aux"] = _split_loss(fn(*args, **kwargs), fn_name)
+                with _transforms.binding():
+                    out = fn(*args, **kwargs)
+                loss, aux, box["has_aux"] = _split_loss(out, fn_name)
                 after = binding.read_state()
             return loss, (_arrays(aux), after[2], after[4])
         finally:
-            graph.STATE.binding -= 1
             binding.write_state(before)
 
     (loss, (aux, buffers, key)), grads = jax.value_and_grad(loss_of, has_aux=True)(
@@ -229,12 +229,8 @@ def value_and_grad(
             for n, (leaves, treedef, slots, unique), values in zip(nums, splits, diff, strict=True):
                 new_args[n] = rebuild(leaves, treedef, slots, unique, values)
             # JAX differentiates here: spx records no autograd history (jnp calls are fine).
-            graph.STATE.binding += 1
-            try:
-                with _no_grad_mode():
-                    out = fn(*new_args, **kwargs)
-            finally:
-                graph.STATE.binding -= 1
+            with _no_grad_mode(), _transforms.binding():
+                out = fn(*new_args, **kwargs)
             if has_aux:
                 if not isinstance(out, tuple) or len(out) != 2:
                     raise ValueError("with has_aux=True the function must return (loss, aux)")

@@ -116,6 +116,7 @@ class Binding:
         ]
 
     def write_state(self, state: list[Any]) -> None:
+        """Write ``state`` (as :meth:`read_state` returns it) back into the objects as it is."""
         datas, grads, buffers, opt_states, key = state
         for p, d, g in zip(self.params, datas, grads, strict=True):
             p._data = d
@@ -128,6 +129,17 @@ class Binding:
             else:
                 o.state[p] = s
         _context.current().key = key
+
+    def bind_state(self, state: list[Any]) -> None:
+        """Write traced ``state`` into the objects for a trace of the user's code.
+
+        Each optimizer state dict is bound as a fresh shallow copy: torch-style code updates
+        ``self.state[p]`` *in place* (``state["momentum_buffer"] = buf``), and a dict shared
+        with the trace's inputs would hide that update from the change detection
+        (:func:`same_slot` compares by identity).
+        """
+        datas, grads, buffers, opt_states, key = state
+        self.write_state([datas, grads, buffers, [_fresh(s) for s in opt_states], key])
 
     def read_flat(self) -> list[Any]:
         """The state slots as one flat list: datas, grads, buffers, optimizer states, key."""
@@ -232,6 +244,21 @@ def _with_value(obj: Tensor | None, value: Any) -> Tensor | None:
         return Tensor._of(value)
     obj._data = value
     return obj
+
+
+def _fresh(value: Any) -> Any:
+    return dict(value) if type(value) is dict else value
+
+
+def same_slot(before: Any, after: Any) -> bool:
+    """Whether a state slot still holds what was bound: the same object, or for an optimizer
+    state dict (bound as a copy, see :meth:`Binding.bind_state`) the same keys and the same
+    objects under them."""
+    if before is after:
+        return True
+    if type(before) is dict and type(after) is dict:
+        return before.keys() == after.keys() and all(before[k] is after[k] for k in before)
+    return False
 
 
 def flatten_args(args: Any) -> tuple[list[Any], Any]:

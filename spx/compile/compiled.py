@@ -27,6 +27,7 @@ optimizer state.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +35,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from spx._tensor import graph
+from spx import _transforms, _user_code
 from spx._tensor.tensor import Tensor
-from spx.compile import sharing
-from spx.compile.binding import Binding, flatten_args, is_stateful
+from spx.compile import diagnostics, sharing
+from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.nn import _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -160,6 +161,8 @@ class CompiledFunction:
         self._plan: _Plan | None = None
         self._programs: dict[Any, _Program] = {}
         self.trace_count = 0  # how many programs were traced (for tests and diagnostics)
+        self.signatures = diagnostics.SignatureLog(fn)
+        self._collect_warned: set[str] = set()
         functools.update_wrapper(self, fn)
 
     # -- planning ----------------------------------------------------------------------------
@@ -249,19 +252,26 @@ class CompiledFunction:
                     flat_in[i] = v
                 for i, spec in dead_specs.items():
                     flat_in[i] = _placeholder(spec)
-            graph.STATE.binding += 1
             try:
-                binding.write_state(binding.unflatten(flat_in))
+                binding.bind_state(binding.unflatten(flat_in))
                 binding.write_hparams(hparams)
                 it = iter(dyn)
                 call_leaves = [
                     next(it) if k == "dyn" else x for x, k in zip(leaves, kinds, strict=True)
                 ]
                 args, kwargs = treedef.unflatten(call_leaves)
-                out = fn(*args, **kwargs)
+                if layout is not None:
+                    self._note_signature(kinds, args, kwargs, dyn, live_state, const_state)
+                try:
+                    with _transforms.binding():
+                        out = fn(*args, **kwargs)
+                except Exception as e:
+                    clearer = diagnostics.explain_trace_error(e, fn)
+                    if clearer is None:
+                        raise
+                    raise clearer from None
                 flat_out = binding.read_flat()
             finally:
-                graph.STATE.binding -= 1
                 binding.write_state(binding.unflatten(before))
                 binding.write_hparams(before_hparams)
                 binding.restore_classes()
@@ -270,7 +280,9 @@ class CompiledFunction:
                     raise TypeError(_RETURNED_STATE.format(kind=type(x).__name__))
             if layout is None:
                 record["changed"] = tuple(
-                    i for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True)) if a is not b
+                    i
+                    for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True))
+                    if not same_slot(a, b)
                 )
                 return out
             # The updated state first, in the order of the donated inputs, and the user's outputs
@@ -289,6 +301,7 @@ class CompiledFunction:
         # which old values it never reads (those are not passed at all).
         probe, record = self._pure(plan, leaves, None)
         traced = jax.jit(probe).trace(flat_state, [], [], hparams, dyn)
+        self._warn_collected()
         changed = record["changed"]
         unused = _unused_slots(traced.jaxpr, _slot_leaf_counts(flat_state))
         mutable = tuple(changed)
@@ -320,6 +333,26 @@ class CompiledFunction:
         cacheable = not plan.binding.has_uninitialized()
         donated = len(live) - len(kept)
         return _Program(jitted, mutable, live, donated, constant, cacheable, in_shared, record)
+
+    # -- diagnostics -------------------------------------------------------------------------
+    def _note_signature(self, kinds, args, kwargs, dyn, live_state, const_state) -> None:
+        """Count the signatures traced (jax retraces ``pure`` for each new shape or dtype)."""
+        names = diagnostics.argument_names(self.fn, args, kwargs)
+        arrays = [n for n, k in zip(names, kinds, strict=True) if k == "dyn"]
+        sig = diagnostics.signature(arrays, dyn, [live_state, const_state])
+        message = self.signatures.record(sig)
+        if message is not None:
+            _warn_at_user_code(message, RuntimeWarning)
+
+    def _warn_collected(self) -> None:
+        """Warn (once per container) when the probe trace left placeholders in a list."""
+        name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", "step")
+        for what in diagnostics.collected_tracers(self.fn):
+            if what not in self._collect_warned:
+                self._collect_warned.add(what)
+                short = what.split("'")[1] if "'" in what else "values"
+                message = diagnostics.MSG_COLLECTED.format(name=name, what=what, short=short)
+                _warn_at_user_code(message, UserWarning)
 
     # -- calling -----------------------------------------------------------------------------
     def _choose(self, plan: _Plan, leaves, flat_state, hparams, dyn, mask) -> tuple:
@@ -376,6 +409,14 @@ class CompiledFunction:
         return out
 
 
+def _warn_at_user_code(message: str, category: type[Warning]) -> None:
+    where = _user_code.from_stack(2)
+    if where is None:
+        warnings.warn(message, category, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, category, where.filename, where.lineno)
+
+
 def _plain_numbers(values: list[Any]) -> bool:
     """Python ints/floats, or tuples/lists of them (Adam's betas), and nothing else."""
     for v in values:
@@ -402,6 +443,17 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
     a new value recompiles). It may call ``opt.zero_grad()``, :func:`spx.backward`,
     ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and draw randomness; all of
     that state is written back into the objects after each call. It returns arrays.
+
+    The step's Python runs only while it is traced (once per signature), with placeholder
+    arrays. So it cannot branch on values (``if loss > 1:`` — use ``jnp.where`` or
+    ``jax.lax.cond``), convert them (``float(loss)``, ``.item()`` — return the value and convert
+    after the call) or index with boolean masks (``x[mask]`` — use ``jnp.where``): those raise an
+    error naming your line and the fix. ``losses.append(loss)`` or ``print(loss)`` inside the
+    step sees a placeholder once, at trace time, and does nothing on later calls: return the
+    value and collect it after each call (a list that the step reaches through its globals or
+    closure and that now holds placeholders is reported with a warning on the first call).
+    Each new input shape or dtype traces and compiles again; past 8 signatures (torch's
+    ``recompile_limit``) a ``RuntimeWarning`` names the argument that changed.
 
     Every array that survives the step is an output of the program. As in torch, ``p.grad``
     holds the step's gradients afterwards; a step that ends with ``opt.zero_grad()`` keeps none

@@ -226,13 +226,21 @@ class WorkerPool:
         with contextlib.suppress(Exception):
             self.shutdown()
 
-    def shutdown(self) -> None:
-        """Stop every worker after the item it is loading; idempotent."""
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop every worker after the item it is loading; idempotent.
+
+        Args:
+            wait: wait (up to a few seconds) for busy workers to finish their item. An error
+                path passes False: a ``timeout=0.5`` must raise after 0.5 s, not after the
+                slow item it gave up on (the threads are daemons and exit when it is done).
+        """
         if self.state.done:
             return
         self.state.done = True
         for q in self.task_queues:
             q.put(None)
+        if not wait:
+            return
         deadline = time.monotonic() + _JOIN_TIMEOUT_S
         current = threading.current_thread()
         for t in self.threads:
@@ -327,8 +335,9 @@ class ThreadedLoaderIter:
             raise
         except BaseException:
             # An error (a worker's, a timeout, Ctrl-C) ends the epoch: stop the workers now
-            # rather than when the traceback that references this iterator is freed.
-            self.close()
+            # rather than when the traceback that references this iterator is freed, without
+            # waiting for an item still loading (that wait is what the error interrupts).
+            self.close(wait=False)
             raise
 
     def _next_batch(self) -> Any:
@@ -358,13 +367,17 @@ class ThreadedLoaderIter:
                 continue
             self._ready[idx] = payload
 
-    def close(self) -> None:
-        """End the epoch early; stops the workers unless they are persistent."""
+    def close(self, wait: bool = True) -> None:
+        """End the epoch early; stops the workers unless they are persistent.
+
+        Args:
+            wait: let busy workers finish their current item before returning.
+        """
         if self._finished:
             return
         self._finished = True
         if self._owns_pool:
-            self._pool.shutdown()
+            self._pool.shutdown(wait=wait)
 
     def __del__(self) -> None:
         # A `for` loop that breaks drops its iterator right away: stop the threads then.

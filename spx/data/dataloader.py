@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from spx import _validate
 from spx._tensor import program
 from spx.data._fetch import IterableFetcher, MapFetcher
 from spx.data._transfer import DeviceLike, resolve_target, to_jax
@@ -43,13 +44,11 @@ def _check_worker_args(
     num_workers: int, timeout: float, prefetch_factor: int | None, persistent_workers: bool
 ) -> int | None:
     """Validate the worker arguments as torch does; return the effective prefetch_factor."""
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-        raise ValueError(
-            f"DataLoader: num_workers should be a non-negative int, got {num_workers!r}; "
-            "use num_workers=0 to load in the iterating thread"
-        )
-    if timeout < 0:
-        raise ValueError(f"DataLoader: timeout should be non-negative, got {timeout}")
+    num_workers = _validate.as_int(
+        num_workers, "num_workers", "DataLoader", minimum=0, wrong_type=ValueError,
+        hint="use num_workers=0 to load in the iterating thread",
+    )  # fmt: skip
+    timeout = _validate.as_float(timeout, "timeout", "DataLoader", minimum=0)
     if timeout > 0 and num_workers == 0:
         raise ValueError(
             f"DataLoader: timeout={timeout} only applies to worker threads; set "
@@ -62,13 +61,9 @@ def _check_worker_args(
         )
     if num_workers > 0 and prefetch_factor is None:
         prefetch_factor = 2
-    if prefetch_factor is not None and (
-        isinstance(prefetch_factor, bool)
-        or not isinstance(prefetch_factor, int)
-        or prefetch_factor <= 0
-    ):
-        raise ValueError(
-            f"DataLoader: prefetch_factor should be a positive int, got {prefetch_factor!r}"
+    if prefetch_factor is not None:
+        prefetch_factor = _validate.as_int(
+            prefetch_factor, "prefetch_factor", "DataLoader", minimum=1, wrong_type=ValueError
         )
     if persistent_workers and num_workers == 0:
         raise ValueError("DataLoader: persistent_workers=True needs num_workers > 0")

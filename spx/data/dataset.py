@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _validate
 from spx._tensor.tensor import Tensor
 from spx.data.sampler import GeneratorLike, as_generator, fresh_seed
 
@@ -299,12 +300,13 @@ def random_split(
     total = sum(lengths)
     if math.isclose(total, 1) and total <= 1:
         lengths = _lengths_from_fractions(lengths, n)
-    for i, length in enumerate(lengths):
-        if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 0:
-            raise ValueError(
-                f"random_split: lengths[{i}] = {length!r}; give non-negative integer lengths "
-                "or fractions that sum to 1"
-            )
+    hint = "give non-negative integer lengths or fractions that sum to 1"
+    lengths = [
+        _validate.as_int(
+            l, f"lengths[{i}]", "random_split", minimum=0, hint=hint, wrong_type=ValueError
+        )
+        for i, l in enumerate(lengths)
+    ]
     if sum(lengths) != n:
         raise ValueError(
             f"random_split: lengths {list(lengths)} sum to {sum(lengths)}, but the dataset has "

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sized
 
 import numpy as np
 
+from spx import _validate
 from spx.data.sampler import Sampler
 
 
@@ -69,17 +70,15 @@ class DistributedSampler(Sampler[int]):
             num_replicas = _default_group_value("num_replicas")
         if rank is None:
             rank = _default_group_value("rank")
-        if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
-            raise ValueError(
-                f"DistributedSampler: num_replicas should be a positive int, got {num_replicas!r}"
-            )
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < num_replicas:
-            raise ValueError(
-                f"DistributedSampler: invalid rank {rank!r}; it should be in the interval "
-                f"[0, {num_replicas - 1}] for num_replicas={num_replicas}"
-            )
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"DistributedSampler: seed should be a non-negative int, got {seed!r}")
+        where = "DistributedSampler"
+        num_replicas = _validate.as_int(
+            num_replicas, "num_replicas", where, minimum=1, wrong_type=ValueError
+        )
+        rank = _validate.as_int(
+            rank, "rank", where, minimum=0, maximum=num_replicas - 1, wrong_type=ValueError,
+            hint=f"invalid rank for num_replicas={num_replicas}",
+        )  # fmt: skip
+        seed = _validate.as_int(seed, "seed", where, minimum=0, wrong_type=ValueError)
         self.dataset = dataset
         self.num_replicas = num_replicas
         self.rank = rank

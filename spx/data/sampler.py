@@ -14,6 +14,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from spx import _validate
+
 T_co = TypeVar("T_co", covariant=True)
 
 GeneratorLike = int | np.random.Generator
@@ -35,10 +37,9 @@ def as_generator(generator: GeneratorLike | None, *, what: str) -> np.random.Gen
     """
     if generator is None or isinstance(generator, np.random.Generator):
         return generator
-    if isinstance(generator, int | np.integer) and not isinstance(generator, bool):
-        if generator < 0:
-            raise ValueError(f"{what}: generator seed must be >= 0, got {generator}")
-        return np.random.default_rng(int(generator))
+    if _validate.is_int(generator):
+        seed = _validate.as_int(generator, "generator seed", what, minimum=0)
+        return np.random.default_rng(seed)
     raise TypeError(
         f"{what}: generator must be an int seed or a numpy.random.Generator, got "
         f"{type(generator).__name__}. spx does not use torch.Generator; pass e.g. "
@@ -134,12 +135,10 @@ class RandomSampler(Sampler[int]):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = as_generator(generator, what="RandomSampler")
-        n = self.num_samples
-        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-            raise ValueError(
-                f"RandomSampler: num_samples should be a positive integer, got num_samples={n!r}"
-                + (" (the dataset is empty)" if num_samples is None else "")
-            )
+        _validate.as_int(
+            self.num_samples, "num_samples", "RandomSampler", minimum=1, wrong_type=ValueError,
+            hint="the dataset is empty" if num_samples is None else "",
+        )  # fmt: skip
 
     @property
     def num_samples(self) -> int:
@@ -212,11 +211,9 @@ class WeightedRandomSampler(Sampler[int]):
         replacement: bool = True,
         generator: GeneratorLike | None = None,
     ) -> None:
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
-            raise ValueError(
-                "WeightedRandomSampler: num_samples should be a positive integer, got "
-                f"num_samples={num_samples!r}"
-            )
+        num_samples = _validate.as_int(
+            num_samples, "num_samples", "WeightedRandomSampler", minimum=1, wrong_type=ValueError
+        )
         if not isinstance(replacement, bool):
             raise ValueError(
                 f"WeightedRandomSampler: replacement should be a bool, got {replacement!r}"
@@ -269,11 +266,10 @@ class BatchSampler(Sampler[list[int]]):
     def __init__(
         self, sampler: Sampler[int] | Iterable[int], batch_size: int, drop_last: bool
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(
-                f"batch_size should be a positive integer, got batch_size={batch_size!r}; "
-                "use batch_size=None to disable batching"
-            )
+        batch_size = _validate.as_int(
+            batch_size, "batch_size", "BatchSampler", minimum=1, wrong_type=ValueError,
+            hint="use batch_size=None in the DataLoader to disable batching",
+        )  # fmt: skip
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a bool, got drop_last={drop_last!r}")
         self.sampler = sampler

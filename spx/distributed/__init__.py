@@ -1,8 +1,10 @@
 """``spx.distributed``: torch.distributed-shaped process groups, collectives and p2p on JAX.
 
-Ranks run as threads of one process, one JAX device each (:func:`spawn`); every collective
-returns its result on the calling rank's device. See ``process_group`` for the backend interface
-a multi-process backend implements.
+Ranks run as processes launched by ``spx-run``/``torchrun`` (one JAX device each, on JAX's
+multi-controller runtime: :mod:`spx.distributed.multiprocess`) or as threads of one process
+(:func:`spawn`, one local device each: :mod:`spx.distributed._thread_backend`). The same
+per-rank script runs on both; every collective returns its result on the calling rank's device.
+:mod:`spx.distributed.backend` is the interface a backend implements.
 """
 
 from spx.distributed.backend import Backend as Backend
@@ -13,6 +15,8 @@ from spx.distributed.collectives import all_gather as all_gather
 from spx.distributed.collectives import all_gather_into_tensor as all_gather_into_tensor
 from spx.distributed.collectives import all_gather_object as all_gather_object
 from spx.distributed.collectives import all_reduce as all_reduce
+from spx.distributed.collectives import all_to_all as all_to_all
+from spx.distributed.collectives import all_to_all_single as all_to_all_single
 from spx.distributed.collectives import barrier as barrier
 from spx.distributed.collectives import batch_isend_irecv as batch_isend_irecv
 from spx.distributed.collectives import broadcast as broadcast

@@ -116,6 +116,7 @@ class World:
         self.devices = tuple(devices)
         self.size = len(self.devices)
         self.abort_reason: str | None = None
+        self.abort_origin: int | None = None  # the rank whose failure aborted the world
         self.exited: set[int] = set()
         self._lock = threading.Lock()
         self._conds: list[threading.Condition] = []
@@ -145,11 +146,17 @@ class World:
                 state = self._defaults.setdefault(generation, fresh)
         return ThreadBackend(state, rank, timeout)
 
-    def abort(self, reason: str) -> None:
-        """Make every current and future wait of this world raise (first reason wins)."""
+    def abort(self, reason: str, origin: int | None = None) -> None:
+        """Make every current and future wait of this world raise (first reason wins).
+
+        Args:
+            reason: what the waits report.
+            origin: the global rank whose failure caused the abort, if a rank's.
+        """
         with self._lock:
             if self.abort_reason is None:
                 self.abort_reason = reason
+                self.abort_origin = origin
         self._wake_all()
 
     def mark_exited(self, rank: int) -> None:
@@ -316,6 +323,13 @@ class ThreadBackend(Backend):
         key = ("reduce_scatter", op.name, tuple(_sig(x) for x in xs))
         return self._collective(key, tuple(xs), finish, async_op)
 
+    def all_to_all(self, xs: Sequence[jax.Array], async_op: bool = False) -> Work:
+        def finish(vs: list, _: Any) -> list[jax.Array]:
+            return [self._put(v[self.rank]) for v in vs]
+
+        key = ("all_to_all", tuple(_sig(x) for x in xs))
+        return self._collective(key, tuple(xs), finish, async_op)
+
     def gather(self, x: jax.Array, dst: int, async_op: bool = False) -> Work:
         def finish(vs: list, _: Any) -> list[jax.Array] | None:
             return [self._put(v) for v in vs] if self.rank == dst else None
@@ -381,24 +395,19 @@ class ThreadBackend(Backend):
             box.cond.notify_all()
 
     def recv_tree(self, src: int, tag: Any) -> Any:
+        return self.irecv_tree(src, tag).wait()
+
+    def irecv_tree(self, src: int, tag: Any) -> Work:
+        # Claim the ticket now, so receives posted for one (src, tag) complete in posting order.
         box = self._box
         with box.cond:
             ch = box.channel((src, tag))
             ticket = ch.claimed
             ch.claimed += 1
-            if ticket not in ch.msgs:
-                _wait(
-                    box.cond,
-                    lambda: ticket in ch.msgs,
-                    self._world,
-                    f"pipeline recv on rank {self.ranks[self.rank]} from rank "
-                    f"{self.ranks[src]} ({tag})",
-                    self.timeout,
-                    lambda: (
-                        [src] if self.ranks[src] in self._world.exited and ticket >= ch.sent else []
-                    ),
-                )
-            return ch.msgs.pop(ticket)
+        return _TreeRecvWork(self, src, tag, ch, ticket)
+
+    def abort(self, reason: str) -> None:
+        self._world.abort(reason, origin=self.ranks[self.rank])
 
 
 _SENT = Work()  # sends complete on return (the channel holds the array); one shared handle
@@ -465,6 +474,35 @@ class _RecvWork(Work):
             if not self._done and self._ticket in self._ch.msgs:
                 with contextlib.suppress(ValueError):  # kept in self._error for wait()
                     self._take()
+
+
+class _TreeRecvWork(Work):
+    """A posted pipeline receive: owns ticket ``ticket`` of channel (src, tag)."""
+
+    __slots__ = ("_backend", "_ch", "_src", "_tag", "_ticket")
+
+    def __init__(self, b: ThreadBackend, src: int, tag: Any, ch: _Channel, ticket: int) -> None:
+        super().__init__()
+        self._done = False
+        self._backend, self._src, self._tag, self._ch, self._ticket = b, src, tag, ch, ticket
+
+    def _finish(self, timeout: float | None) -> None:
+        b, ch, ticket = self._backend, self._ch, self._ticket
+        box = b._box
+        with box.cond:
+            if ticket not in ch.msgs:
+                src = b.ranks[self._src]
+                _wait(
+                    box.cond,
+                    lambda: ticket in ch.msgs,
+                    b._world,
+                    f"pipeline recv on rank {b.ranks[b.rank]} from rank {src} ({self._tag})",
+                    b.timeout if timeout is None else timeout,
+                    lambda: [src] if src in b._world.exited and ticket >= ch.sent else [],
+                )
+            self._result = ch.msgs.pop(ticket)
+            box.retire((self._src, self._tag), ch)
+        self._done = True
 
 
 class _AnyRecvWork(Work):

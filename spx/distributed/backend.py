@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from spx.distributed.reduce_op import ReduceOp, reduce_arrays
 
@@ -113,6 +114,24 @@ class _ThreadWork(Work):
         self._done = self._event.is_set()
 
 
+class _LazyWork(Work):
+    """Runs ``fn`` in the thread that calls ``wait``."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__()
+        self._done = False
+        self._fn = fn
+
+    def _finish(self, timeout: float | None) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as e:
+            self._error = e
+        self._done = True
+
+
 def run_async(fn: Callable[[], Any]) -> Work:
     """Start ``fn`` in a helper thread and return its :class:`Work`.
 
@@ -140,6 +159,11 @@ class Backend(abc.ABC):
     """
 
     name: str = "base"
+
+    @property
+    def default_name(self) -> str:
+        """What ``get_backend`` reports when ``init_process_group`` got no backend name."""
+        return self.name
 
     def __init__(
         self,
@@ -197,6 +221,11 @@ class Backend(abc.ABC):
         outs = [self.all_reduce(x, op).wait() for x in xs]
         return Work(outs[self.rank])
 
+    def all_to_all(self, xs: Sequence[jax.Array], async_op: bool = False) -> Work:
+        """Rank ``r`` gets ``[xs_q[r] for q in ranks]``: ``xs[j]`` goes to rank ``j``."""
+        rows = self.all_gather(jnp.stack(list(xs))).wait()
+        return Work([row[self.rank] for row in rows])
+
     def gather(self, x: jax.Array, dst: int, async_op: bool = False) -> Work:
         """Every rank's ``x`` on ``dst`` (a list); None elsewhere."""
         xs = self.all_gather(x).wait()
@@ -233,6 +262,22 @@ class Backend(abc.ABC):
         raise NotImplementedError(
             f"the {self.name!r} process-group backend cannot carry pipeline transfers"
         )
+
+    def irecv_tree(self, src: int, tag: Any) -> Work:
+        """Post the receive of the next pytree ``src`` sends under ``tag``; ``wait()`` returns it.
+
+        The pipeline runtime posts receives early (torch's RECV actions) and waits right before
+        the compute that needs them. This default receives at ``wait()``; backends that can
+        start the transfer early override it.
+        """
+        return _LazyWork(lambda: self.recv_tree(src, tag))
+
+    def abort(self, reason: str) -> None:  # noqa: B027 - optional hook
+        """Make every rank's pending and future waits of this group raise ``reason``.
+
+        Called when a rank fails mid-pipeline so that its peers stop at once instead of
+        waiting out the timeout. The default does nothing (peers then time out).
+        """
 
     def shutdown(self) -> None:  # noqa: B027 - optional hook
         """Release resources (called by ``destroy_process_group``)."""

@@ -309,6 +309,90 @@ def reduce_scatter_tensor(
     return _out(pg.backend.reduce_scatter(chunks, op, async_op), async_op)
 
 
+def all_to_all(
+    output_tensor_list: list[Array] | None,
+    input_tensor_list: Sequence[Array],
+    group: ProcessGroup | None = None,
+    async_op: bool = False,
+) -> list[Array] | Work | None:
+    """Rank ``r`` sends ``input_tensor_list[j]`` to rank ``j`` and receives one array from each
+    rank, in rank order (torch ``all_to_all``).
+
+    Args:
+        output_tensor_list: torch-style output list (one entry per rank, each shaped like the
+            inputs); its entries are replaced by the received arrays. None to only return.
+        input_tensor_list: one array per rank, all of one shape and dtype (the same on every
+            rank).
+        group: the group (default group if None).
+        async_op: return a :class:`Work` instead of waiting.
+
+    Returns:
+        The received arrays in source-rank order, on this rank's device.
+
+    Example:
+        >>> parts = dist.all_to_all(None, [x_for_0, x_for_1])  # doctest: +SKIP
+    """
+    pg = resolve_group(group)
+    if pg is None:
+        return warn_not_in_group("all_to_all")
+    _check_len(input_tensor_list, pg, "input_tensor_list")
+    _check_tensor(input_tensor_list[0], "input_tensor_list[0]")
+    _check_like(input_tensor_list, input_tensor_list[0], "input_tensor_list")
+    if output_tensor_list is not None:
+        _check_len(output_tensor_list, pg, "output_tensor_list")
+        _check_like(output_tensor_list, input_tensor_list[0], "output_tensor_list")
+
+    def fill(outs: list[Array]) -> list[Array]:
+        if output_tensor_list is None:
+            return outs
+        output_tensor_list[:] = outs
+        return output_tensor_list
+
+    return _out(pg.backend.all_to_all(list(input_tensor_list), async_op), async_op, fill)
+
+
+def all_to_all_single(
+    output: Array | None,
+    input: Array,
+    output_split_sizes: Sequence[int] | None = None,
+    input_split_sizes: Sequence[int] | None = None,
+    group: ProcessGroup | None = None,
+    async_op: bool = False,
+) -> Array | Work | None:
+    """:func:`all_to_all` on dim 0 of one array (torch ``all_to_all_single``), equal splits.
+
+    ``input`` has shape ``(world * n, ...)``; chunk ``j`` goes to rank ``j``, and the result
+    stacks the chunks received from ranks ``0..world-1`` in the same shape.
+
+    Raises:
+        NotImplementedError: uneven ``input_split_sizes``/``output_split_sizes``.
+    """
+    pg = resolve_group(group)
+    _check_tensor(input, "input")
+    if pg is None:
+        return warn_not_in_group("all_to_all_single")
+    n = pg.size()
+    if input.ndim == 0 or input.shape[0] % n:
+        raise ValueError(
+            f"all_to_all_single: input has shape {tuple(input.shape)}; dim 0 must split into "
+            f"{n} equal chunks (one per rank)"
+        )
+    k = input.shape[0] // n
+    for name, sizes in (("input", input_split_sizes), ("output", output_split_sizes)):
+        if sizes is not None and list(sizes) != [k] * n:
+            raise NotImplementedError(
+                f"all_to_all_single({name}_split_sizes={list(sizes)}): only equal splits are "
+                f"supported ({[k] * n} here); pass None, or pad the chunks to one size"
+            )
+    if output is not None and (tuple(output.shape) != tuple(input.shape)):
+        raise ValueError(
+            f"all_to_all_single: output has shape {tuple(output.shape)}, expected "
+            f"{tuple(input.shape)} (the shape of input)"
+        )
+    chunks = [input[i * k : (i + 1) * k] for i in range(n)]
+    return _out(pg.backend.all_to_all(chunks, async_op), async_op, jnp.concatenate)
+
+
 def gather(
     tensor: Array,
     gather_list: list[Array] | None = None,

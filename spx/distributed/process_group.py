@@ -5,10 +5,11 @@ Mirrors ``torch.distributed.distributed_c10d``'s group management. The default g
 calling thread's :class:`spx._context.RankContext`, never in a module global, so rank threads
 started by :func:`spx.distributed.spawn` each see their own.
 
-Plugging in a backend: subclass :class:`spx.distributed.backend.Backend`. A multi-process
-backend (one rank per process, on ``jax.distributed``) registers a factory with
-:func:`register_multiprocess_backend`; :func:`init_process_group` calls it when the environment
-names a world larger than one and the thread is not a spawned rank.
+Plugging in a backend: subclass :class:`spx.distributed.backend.Backend`. When the environment
+names a world larger than one and the thread is not a spawned rank, :func:`init_process_group`
+builds the default group with the multi-process backend (:mod:`spx.distributed.multiprocess`:
+one rank per process on ``jax.distributed``), or with the factory installed by
+:func:`register_multiprocess_backend`.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ _multiprocess_factory: _MultiProcessFactory | None = None
 
 
 def register_multiprocess_backend(factory: _MultiProcessFactory | None) -> None:
-    """Install the backend used for one-rank-per-process worlds (None uninstalls it).
+    """Replace the backend used for one-rank-per-process worlds (None restores spx's own).
 
     Args:
         factory: called as ``factory(rank=, world_size=, timeout=, init_method=)`` (timeout in
@@ -158,16 +159,10 @@ def _single_process_backend(
         from spx.distributed._thread_backend import World
 
         return World([device or jax.local_devices()[0]]).join(0, timeout)
-    if _multiprocess_factory is None:
-        raise NotImplementedError(
-            f"init_process_group(world_size={world_size}, rank={rank}) outside "
-            "spx.distributed.spawn needs a multi-process backend, which spx does not have yet. "
-            f"Run the ranks as threads of one process instead: spx.distributed.spawn(fn, "
-            f"nprocs={world_size}), where fn(rank) calls init_process_group()."
-        )
-    return _multiprocess_factory(
-        rank=rank, world_size=world_size, timeout=timeout, init_method=init_method
-    )
+    factory = _multiprocess_factory
+    if factory is None:
+        from spx.distributed.multiprocess import create_world_backend as factory
+    return factory(rank=rank, world_size=world_size, timeout=timeout, init_method=init_method)
 
 
 def init_process_group(
@@ -185,12 +180,17 @@ def init_process_group(
 
     In a thread started by :func:`spx.distributed.spawn` the rank and world size come from the
     spawn (``rank``/``world_size``, if given, must agree). Elsewhere they come from the arguments
-    or the ``RANK``/``WORLD_SIZE`` environment variables; a world of one is a trivial group.
+    or the ``RANK``/``WORLD_SIZE`` environment variables; a world of one is a trivial group, and
+    a larger one is a job of one rank per process (``spx-run``/``torchrun``): this call then
+    starts JAX's distributed runtime with the coordinator at ``MASTER_ADDR:MASTER_PORT`` (see
+    :mod:`spx.distributed.multiprocess`). Call it before the process's first JAX computation.
 
     Args:
-        backend: any torch backend name (``"gloo"``, ``"nccl"``, ``"thread"``...); the thread
-            backend serves them all. Reported back by :func:`get_backend`.
-        init_method: accepted for compatibility (``env://``); the thread backend needs none.
+        backend: any torch backend name (``"gloo"``, ``"nccl"``, ``"thread"``, None...); the
+            thread and multi-process backends serve them all (JAX picks gloo on CPU, NCCL on
+            GPU). Reported back by :func:`get_backend`.
+        init_method: ``env://`` (default) or ``tcp://<host>:<port>`` across processes; the
+            thread backend needs none.
         timeout: how long a blocking collective/recv may wait (default 30 minutes).
         world_size: number of ranks, or -1 for the spawn/environment value.
         rank: this rank, or -1 for the spawn/environment value.
@@ -238,7 +238,8 @@ def init_process_group(
         impl = seat.world.join(seat.rank, seconds)
     else:
         impl = _single_process_backend(world_size, rank, init_method, seconds, device or ctx.device)
-    name = (backend or "thread").lower()
+    # torch's default is gloo for CPU and NCCL for GPU tensors; thread ranks report "thread".
+    name = (backend or impl.default_name).lower()
     ctx.group = ProcessGroup(impl, name, group_name or impl.group_name)
 
 
@@ -381,7 +382,13 @@ def new_group(
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
-    """Leave ``group``; with None, leave the default group and every group made from it."""
+    """Leave ``group``; with None, leave the default group and every group made from it.
+
+    Not a collective, as in torch. Across processes this rank first finishes its own posted
+    receives; JAX's runtime keeps running (a later ``init_process_group`` with the same rank and
+    world reuses it), and at interpreter exit every rank waits until all ranks are done, so no
+    rank's transfer server goes away while a peer still pulls from it.
+    """
     if group is GroupMember.NON_GROUP_MEMBER:
         return
     ctx = _context.current()

@@ -100,7 +100,8 @@ class ProcessContext:
         self._world = world
         self._cond = threading.Condition()
         self._running = world.size
-        self._failure: tuple[int, BaseException, str] | None = None
+        self._failure: tuple[int, BaseException, str] | None = None  # the first to arrive
+        self._failures: dict[int, tuple[int, BaseException, str]] = {}
 
     def pids(self) -> list[int]:
         """Native thread ids of the ranks (a thread stands in for torch's process)."""
@@ -123,10 +124,11 @@ class ProcessContext:
 
     def _fail(self, rank: int, error: BaseException, text: str) -> None:
         with self._cond:
+            self._failures.setdefault(rank, (rank, error, text))
             if self._failure is None:
                 self._failure = (rank, error, text)
             self._cond.notify_all()
-        self._world.abort(f"rank {rank} failed with {type(error).__name__}: {error}")
+        self._world.abort(f"rank {rank} failed with {type(error).__name__}: {error}", origin=rank)
 
     def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
         """Wait for the ranks; raise if one failed (mirrors torch's ``ProcessContext.join``).
@@ -141,7 +143,8 @@ class ProcessContext:
             True when every rank has ended, False if ``timeout`` expired first.
 
         Raises:
-            ProcessRaisedException: a rank raised; names the first failing rank.
+            ProcessRaisedException: a rank raised; names the failing rank (the one whose
+                failure aborted the others, else the first to fail).
             ProcessExitedException: a rank called ``sys.exit`` with a non-zero code.
         """
         try:
@@ -152,6 +155,11 @@ class ProcessContext:
                     return self._running == 0
                 grace = _DEFAULT_GRACE if grace_period is None else grace_period
                 self._cond.wait_for(lambda: self._running == 0, grace)
+                # Report the root cause: a rank whose failure aborted the world (a pipeline
+                # rank aborts before its error reaches here) rather than a peer that merely
+                # woke up from the abort first.
+                origin = self._world.abort_origin
+                failure = self._failures.get(origin, failure) if origin is not None else failure
         except KeyboardInterrupt:
             self._world.abort("the launching thread was interrupted")
             raise

@@ -14,7 +14,19 @@ import jax
 import numpy as np
 
 _TABLES = ("_parameters", "_buffers", "_modules")
-_RESERVED = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers", "training")
+# TRACED_COPY marks a module unflattened from traced leaves (jax.jit(f)(model) hands ``f`` such
+# a copy); PENDING holds the buffers a foreign transform assigned on it (see spx._transforms).
+TRACED_COPY = "_spx_traced_copy"
+PENDING = "_spx_pending_buffers"
+_RESERVED = (
+    "_parameters",
+    "_buffers",
+    "_modules",
+    "_non_persistent_buffers",
+    "training",
+    TRACED_COPY,
+    PENDING,
+)
 
 
 class _Static:
@@ -65,14 +77,24 @@ def aux_data(m: Any) -> tuple:
     )
 
 
+def _delivered(d: dict) -> None:
+    # A traced copy flattened after a foreign transform updated its buffers is being handed
+    # on (returned from the jitted function, the functional style): the update is not lost.
+    pending = d.get(PENDING)
+    if pending is not None:
+        pending.delivered = True
+
+
 def flatten(m: Any) -> tuple[list[Any], tuple]:
     d = m.__dict__
+    _delivered(d)
     children = [*d["_parameters"].values(), *d["_buffers"].values(), *d["_modules"].values()]
     return children, aux_data(m)
 
 
 def flatten_with_keys(m: Any) -> tuple[list[tuple[Any, Any]], tuple]:
     d = m.__dict__
+    _delivered(d)
     keyed = [
         (jax.tree_util.GetAttrKey(n), v)
         for table in ("_parameters", "_buffers", "_modules")
@@ -93,7 +115,16 @@ def unflatten(cls: type, aux: tuple, children: Any) -> Any:
     d["_buffers"] = {n: next(it) for n in bnames}
     d["_modules"] = {n: next(it) for n in mnames}
     d["_non_persistent_buffers"] = set(nonpersistent)
+    if _traced(d):
+        d[TRACED_COPY] = True
     return obj
+
+
+def _traced(d: dict) -> bool:
+    for p in d["_parameters"].values():
+        if isinstance(getattr(p, "_data", None), jax.core.Tracer):
+            return True
+    return any(isinstance(b, jax.core.Tracer) for b in d["_buffers"].values())
 
 
 def register(cls: type) -> None:

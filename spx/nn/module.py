@@ -17,8 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _transforms
 from spx._tensor.tensor import Tensor
 from spx.nn import _pytree, _structure
+from spx.nn._state_overlay import StateDictOverlay
 from spx.nn.parameter import Parameter, _as_array
 
 
@@ -134,6 +136,7 @@ class Module:
                     f"cannot assign {type(value).__name__} as buffer '{name}' "
                     "(spx.Tensor, jax.Array, numpy.ndarray or None expected)"
                 )
+            _transforms.check_buffer(self, name, value)
             if (value is None) != (buffers[name] is None):
                 _structure.bump()
             buffers[name] = _as_buffer(value)
@@ -204,9 +207,8 @@ class Module:
         _check_name("buffer", name)
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None:
-            if not isinstance(tensor, Tensor):
-                tensor = Tensor._of(_as_array(tensor, f"buffer '{name}'"))
+        if tensor is not None and not isinstance(tensor, Tensor):
+            tensor = Tensor._of(_as_array(tensor, f"buffer '{name}'"))
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
         if persistent:
@@ -457,7 +459,10 @@ class Module:
         Values may be ``jax.Array`` or ``numpy.ndarray`` (e.g. from ``safetensors``); they are
         cast to the current dtype (``assign=True`` keeps the checkpoint's dtype), and lazy
         parameters take the checkpoint's shape. Everything is checked before anything is
-        written, so a failed load leaves the module unchanged.
+        written, so a failed load leaves the module unchanged. First every module may adapt
+        the incoming entries (:meth:`_prepare_state_dict`, e.g. BatchNorm fills in the
+        ``num_batches_tracked`` of old checkpoints, as torch does); ``state_dict`` itself is
+        never modified.
 
         Args:
             state_dict: mapping of dotted names to arrays.
@@ -474,6 +479,10 @@ class Module:
             raise TypeError(
                 f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
             )
+        state_dict = StateDictOverlay(state_dict)
+        # Every prefix a module is reachable under (a shared module's keys appear under each).
+        for name, module in self.named_modules(remove_duplicate=False):
+            module._prepare_state_dict(state_dict, f"{name}." if name else "")
         expected = self.state_dict(keep_vars=True)
         missing = [k for k in expected if k not in state_dict]
         unexpected = _unexpected_keys(self, list(state_dict.keys()), "")
@@ -524,6 +533,38 @@ class Module:
             else:
                 current._data = array
         return _IncompatibleKeys(missing, unexpected)
+
+    def _required_parameter(self, name: str) -> Parameter:
+        """The parameter ``name`` that ``forward`` cannot do without, or a clear error.
+
+        torch allows ``m.weight = None``; the next forward then fails. This names what is
+        missing and how to restore it, instead of an ``AttributeError`` on ``None``.
+
+        Raises:
+            TypeError: the parameter slot holds ``None``.
+        """
+        param = self._parameters.get(name)
+        if param is None:
+            cls = type(self).__name__
+            raise TypeError(
+                f"{cls}.{name} is None (it was set to None or registered empty), but "
+                f"{cls}.forward needs it. Assign a Parameter first, e.g. "
+                f"module.{name} = nn.Parameter(jnp.zeros(shape)), or build a new {cls}."
+            )
+        return param
+
+    def _prepare_state_dict(self, state_dict: StateDictOverlay, prefix: str) -> None:
+        """Adapt this module's entries (``prefix`` + name) before ``load_state_dict`` checks them.
+
+        The per-module hook torch's ``_load_from_state_dict`` overrides provide: a layer whose
+        state changed over versions adds, renames or drops entries of older checkpoints here.
+        ``state_dict`` is a writable overlay; the caller's mapping is never modified. The
+        default changes nothing.
+
+        Args:
+            state_dict: every entry being loaded (all modules'), writable.
+            prefix: this module's key prefix, e.g. ``"encoder.norm."`` (``""`` at the root).
+        """
 
     # -- repr --------------------------------------------------------------------------------
     def extra_repr(self) -> str:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx import _context
+from spx import _context, _validate
 from spx import random as spx_random
 from spx._host import device_array
 from spx._tensor.dispatch import apply
@@ -35,15 +35,11 @@ __all__ = [
 def _size(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
         size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0:
-            raise ValueError(
-                f"spx.{fn}: sizes must be non-negative ints, got {size!r}; "
-                f"call e.g. spx.{fn}(2, 3) or spx.{fn}((2, 3))"
-            )
-        out.append(int(s))
-    return tuple(out)
+    hint = f"call e.g. spx.{fn}(2, 3) or spx.{fn}((2, 3))"
+    return tuple(
+        _validate.as_int(s, f"size[{i}]", f"spx.{fn}", minimum=0, hint=hint, wrong_type=ValueError)
+        for i, s in enumerate(size)
+    )
 
 
 def _default_float() -> Any:

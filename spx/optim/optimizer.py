@@ -12,6 +12,7 @@ function is traced into the fused training step.
 from __future__ import annotations
 
 import copy
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,10 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx._host import device_array
+from spx._tensor.tensor import Tensor
 from spx.compile import sharing
 from spx.nn import _structure
-from spx._tensor.tensor import Tensor
 from spx.nn.parameter import Parameter
+from spx.optim import _state_check
 
 
 class _Required:
@@ -82,7 +84,9 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state: dict[Parameter, dict[str, Any]] = {}
+        # torch's state is a defaultdict(dict): torch-style step() code reads self.state[p]
+        # for a parameter that has no state yet and fills the empty dict it gets.
+        self.state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor | jax.Array | np.ndarray):
             raise TypeError(
@@ -125,6 +129,18 @@ class Optimizer:
                 "ordering of tensors in sets will change between runs. Use a list instead."
             )
         params = list(params or [])
+        # torch 2.6+: model.named_parameters() gives (name, Parameter) pairs; the names are
+        # kept as the group's "param_names" and used in error messages.
+        names = [p[0] for p in params if isinstance(p, tuple) and len(p) == 2]
+        if names:
+            if len(names) != len(params) or not all(isinstance(n, str) for n in names):
+                raise ValueError(
+                    "all optimizer params should be with/without names: pass "
+                    "model.named_parameters() or model.parameters(), not a mix; got "
+                    f"{len(names)} (name, Parameter) pairs among {len(params)} entries"
+                )
+            params = [p[1] for p in params]
+            group["param_names"] = names
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(
@@ -145,6 +161,13 @@ class Optimizer:
                     f"parameter {name}"
                 )
             group.setdefault(name, default)
+        for other in self.param_groups:
+            if ("param_names" in other) != ("param_names" in group):
+                raise ValueError(
+                    "all optimizer param groups should be with/without names: this group is "
+                    f"{'with' if 'param_names' in group else 'without'} names, an earlier one "
+                    "is not; pass named_parameters() (or parameters()) to every group"
+                )
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
@@ -274,7 +297,7 @@ class Optimizer:
             states, fresh = [], 0
             for p in active:
                 state = self.state.get(p)
-                if state is None:
+                if not state:  # none yet, or the empty dict a self.state[p] read created
                     data = p._data
                     state = self._init_state(data, group)
                     if not isinstance(data, jax.core.Tracer) and data.committed:
@@ -373,14 +396,27 @@ class Optimizer:
                     "loaded state dict contains a parameter group that doesn't match the size "
                     f"of optimizer's group ({len(saved['params'])} vs {len(group['params'])})"
                 )
-        id_to_param = {}
+        id_to_param, names, merged = {}, {}, {}
         for saved, group in zip(saved_groups, self.param_groups, strict=True):
             id_to_param.update(zip(saved["params"], group["params"], strict=True))
-        new_state: dict[Parameter, dict[str, Any]] = {}
+            group_names = group.get("param_names") or saved.get("param_names")
+            if group_names is not None and len(group_names) == len(saved["params"]):
+                names.update(zip(saved["params"], group_names, strict=True))
+            # The state is checked against the hyperparameters it will run with: the saved ones.
+            after = {**group, **{k: v for k, v in saved.items() if k != "params"}}
+            merged.update({id(p): after for p in group["params"]})
+        loaded = {}
         for key, value in state_dict["state"].items():
             param = id_to_param.get(int(key))
             if param is None:
-                raise ValueError(f"optimizer state_dict has state for unknown parameter {key}")
+                raise ValueError(
+                    f"optimizer state_dict has state for unknown parameter {key}; its "
+                    f"param_groups list parameters {sorted(id_to_param)}"
+                )
+            loaded[param] = (int(key), names.get(int(key)), value)
+        _state_check.check_state(self, loaded, merged)
+        new_state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
+        for param, (_, _, value) in loaded.items():
             # Copies: the caller keeps its arrays (host memory may change later), and step()
             # donates ours.
             new_state[param] = {
@@ -402,6 +438,24 @@ class Optimizer:
                 for state in states:
                     state["step"] = steps[0]
         _structure.bump()
+
+    def _state_spec(self, param: Parameter, group: dict[str, Any]) -> _state_check.StateSpec | None:
+        """What a stepped parameter's state holds, for checking a loaded state dict.
+
+        By default the entries :meth:`_init_state` creates are required and the other names
+        in ``_state_keys`` optional (``step`` a scalar, the rest shaped like the parameter).
+        None for a subclass that writes its own ``step()`` (its state is not known).
+        """
+        if type(self)._init_state is Optimizer._init_state:
+            return None
+        init = jax.eval_shape(lambda x: self._init_state(x, group), _state_check.like(param))
+        required = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in init.items()}
+        optional = {
+            k: _state_check.step_spec() if k == "step" else _state_check.like(param)
+            for k in self._state_keys
+            if k not in required
+        }
+        return _state_check.StateSpec(required, optional)
 
     def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:
         if key == "step":

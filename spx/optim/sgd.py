@@ -14,6 +14,8 @@ from typing import Any
 import jax
 import optax
 
+from spx.nn.parameter import Parameter
+from spx.optim._state_check import StateSpec, like
 from spx.optim.optimizer import Optimizer
 
 
@@ -103,6 +105,14 @@ class SGD(Optimizer):
     def _static_switches(self, group: dict[str, Any]) -> dict[str, bool]:
         # torch tests `momentum != 0` on every step: it decides whether a buffer is kept.
         return {"_momentum_on": bool(group["momentum"] != 0)}
+
+    def _state_spec(self, param: Parameter, group: dict[str, Any]) -> StateSpec:
+        # The buffer appears at a parameter's first step with momentum, so a stepped
+        # parameter has one exactly when momentum is on (without it, torch keeps no state).
+        buffer = {"momentum_buffer": like(param)}
+        if self._static_switches(group)["_momentum_on"]:
+            return StateSpec(required=buffer, optional={})
+        return StateSpec(required={}, optional=buffer)
 
     def _init_state(self, param: jax.Array, group: dict[str, Any]) -> dict[str, jax.Array]:
         # The buffer is created by the first step that uses momentum (see _update).

@@ -32,6 +32,17 @@ SAVABLE_DTYPES = frozenset(
 _METADATA_KEY = "__metadata__"
 
 
+_DELETED = (
+    "cannot save {key!r}: its array was deleted. It was most likely read from "
+    "model.state_dict() (or a parameter's .data) before a step compiled with spx.compile, which "
+    "donates the buffers of the state it updates so XLA can reuse their memory; torch's "
+    "state_dict() tensors follow later in-place updates, spx's are snapshots. Fix: call "
+    "model.state_dict() again after the step, right before saving, e.g. "
+    "spx.save(model.state_dict(), path); or compile the step with spx.compile(step, "
+    "donate=False) to keep old arrays alive."
+)
+
+
 def _describe(value: Any) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__}"
 
@@ -64,6 +75,8 @@ def to_host(key: str, value: Any) -> np.ndarray:
             "outside the compiled function, on the concrete arrays it returns"
         )
     if isinstance(value, jax.Array):
+        if value.is_deleted():
+            raise RuntimeError(_DELETED.format(key=key))
         if not value.is_fully_addressable:
             raise ValueError(
                 f"cannot save {key!r}: it is sharded across processes and this process holds "

@@ -13,9 +13,10 @@ only starts replacing old shards once every new shard is safely on disk.
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 from types import TracebackType
+
+from spx.serialization._leftovers import remove_dead_temps, temp_name
 
 
 def check_target(path: Path) -> None:
@@ -84,6 +85,7 @@ class AtomicWriter:
     def __init__(self) -> None:
         self._pending: list[tuple[Path, Path]] = []
         self._modes: dict[Path, int] = {}
+        self._cleaned: set[Path] = set()
 
     def stage(self, path: str | os.PathLike[str]) -> Path:
         """Reserve a temp file next to ``path`` and return its name (the file exists, empty).
@@ -96,10 +98,13 @@ class AtomicWriter:
         """
         target = Path(path)
         check_target(target)
+        if target.parent not in self._cleaned:
+            # Temp files of earlier writers that were killed before their rename.
+            self._cleaned.add(target.parent)
+            remove_dead_temps(target.parent)
         while True:
-            # Hidden, unique per process and call, never ending in ".safetensors", so a
-            # directory scan for checkpoints ignores leftovers of a killed process.
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            # Hidden, unique per process and call, naming its writer (see _leftovers).
+            tmp = temp_name(target)
             try:
                 # O_EXCL: never clobber someone else's temp file. Mode 0o666 lets the umask
                 # give the usual permissions (mkstemp would make the checkpoint 0600).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,43 @@ _CORRUPT = (
     "If it was being written, wait for the writer to finish; otherwise restore it from a "
     "backup or re-save it."
 )
+
+
+_PICKLE = (
+    "{path!r} is a PyTorch pickle ({kind}), not a safetensors file. spx never unpickles files: "
+    "loading a pickle can run any code its author put in it. Convert it once, where torch is "
+    "installed:\n"
+    "    import torch, safetensors.torch\n"
+    "    safetensors.torch.save_file(torch.load({path!r}), 'model.safetensors')\n"
+    "(if it holds a dict of several things, e.g. {{'model': ..., 'optimizer': ...}}, save the "
+    "state dict: torch.load(p)['model']; tensors that share memory need "
+    "safetensors.torch.save_model(model, ...)). Then spx.load('model.safetensors')."
+)
+
+
+def pickle_kind(path: Path) -> str | None:
+    """What kind of pickle ``path`` is, or None: a ``torch.save`` zip, or a raw pickle.
+
+    ``torch.save`` writes a zip archive holding ``<name>/data.pkl`` (since torch 1.6), or with
+    ``_use_new_zipfile_serialization=False`` a bare pickle stream (protocol 2+ starts with
+    ``0x80`` and the protocol number).
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return None
+    if head[:4] == b"PK\x03\x04":
+        try:
+            with zipfile.ZipFile(path) as archive:
+                if any(n.endswith("data.pkl") for n in archive.namelist()):
+                    return "a torch.save zip archive holding data.pkl"
+        except (zipfile.BadZipFile, OSError):
+            return None
+        return None
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a pickle stream, e.g. torch.save(..., _use_new_zipfile_serialization=False)"
+    return None
 
 
 def write_file(arrays: dict[str, np.ndarray], path: Path, metadata: dict[str, str]) -> None:
@@ -99,6 +137,9 @@ class SafetensorsFile:
                 self._handle: Any = safetensors.safe_open(str(self.path), framework="numpy")
             except safetensors.SafetensorError as e:
                 self._raw.close()
+                kind = pickle_kind(self.path)
+                if kind is not None:
+                    raise ValueError(_PICKLE.format(path=str(self.path), kind=kind)) from None
                 raise ValueError(_CORRUPT.format(path=str(self.path), detail=e)) from None
             if os.fstat(self._raw.fileno()).st_ino == os.stat(self.path).st_ino:
                 break

@@ -18,8 +18,9 @@ import jax
 import numpy as np
 
 from spx.serialization._arrays import resolve_device, to_device
-from spx.serialization._file import SafetensorsFile, few
-from spx.serialization.sharded import INDEX_SUFFIX, read_index
+from spx.serialization._file import SafetensorsFile, few, pickle_kind
+from spx.serialization._leftovers import remove_dead_temps
+from spx.serialization.sharded import INDEX_SUFFIX, SAVE_ID_KEY, read_index
 
 
 def _resolve(path: Path) -> tuple[str, Path]:
@@ -48,9 +49,16 @@ def _resolve(path: Path) -> tuple[str, Path]:
             f"{str(path)!r} holds several checkpoints ({few(found)}); pass the one to load, "
             f"e.g. {str(path / found[0])!r}"
         )
+    pickles = sorted(p.name for p in path.iterdir() if p.is_file() and pickle_kind(p))
+    hint = (
+        f"; it holds PyTorch pickles ({few(pickles)}), which spx never unpickles: convert one "
+        "with safetensors.torch.save_file(torch.load(p), 'model.safetensors')"
+        if pickles
+        else ""
+    )
     raise FileNotFoundError(
         f"no checkpoint in directory {str(path)!r}: expected model{INDEX_SUFFIX} (sharded) or "
-        "model.safetensors"
+        f"model.safetensors{hint}"
     )
 
 
@@ -70,6 +78,7 @@ class Checkpoint(Mapping[str, jax.Array]):
 
     def __init__(self, path: str | os.PathLike[str], device: Any = None) -> None:
         kind, found = _resolve(Path(path))
+        remove_dead_temps(found.parent)  # full-size leftovers of saves that were killed
         self.path = found
         self.sharded = kind == "index"
         self._device = resolve_device(device)
@@ -150,7 +159,9 @@ class Checkpoint(Mapping[str, jax.Array]):
                     f"shard {str(shard)!r} (holding {key!r}) listed by index {str(self.path)!r} "
                     "does not exist; the checkpoint is incomplete"
                 )
-            handle = self._open[name] = SafetensorsFile(shard)
+            handle = SafetensorsFile(shard)
+            self._check_save_id(handle)
+            self._open[name] = handle
         if key not in handle:
             raise ValueError(
                 f"index {str(self.path)!r} says {key!r} is in {name!r}, but that shard does not "
@@ -158,6 +169,21 @@ class Checkpoint(Mapping[str, jax.Array]):
                 "checkpoint?) — re-save it"
             )
         return handle
+
+    def _check_save_id(self, handle: SafetensorsFile) -> None:
+        """A shard must belong to the save its index names (when the index names one)."""
+        expected = self.metadata.get(SAVE_ID_KEY)
+        if expected is None:
+            return  # an index written by another tool (transformers): no ids to compare
+        found = handle.metadata().get(SAVE_ID_KEY)
+        if found != expected:
+            handle.close()
+            raise ValueError(
+                f"shard {str(handle.path)!r} belongs to save {found or '(none)'}, but index "
+                f"{str(self.path)!r} is save {expected}: the checkpoint mixes files of different "
+                "saves (a shard copied or restored from another checkpoint?). Restore the "
+                "shard of the same save, or re-save the checkpoint with save_sharded."
+            )
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx import _validate
 from spx.nn.parameter import Parameter
 from spx.serialization._arrays import check_metadata, resolve_device, to_device, to_host
 from spx.serialization._atomic import AtomicWriter
@@ -114,11 +115,10 @@ def save_optimizer(
     tensors: dict[str, np.ndarray] = {}
     state = {}
     for index, entry in state_dict["state"].items():
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(
-                f"optimizer state keys must be int parameter indices (as state_dict() makes "
-                f"them), got {type(index).__name__} {index!r}"
-            )
+        index = _validate.as_int(
+            index, "a state key", "save_optimizer",
+            hint="optimizer state keys are int parameter indices, as state_dict() makes them",
+        )  # fmt: skip
         state[str(index)] = _encode(entry, f"state.{index}", tensors)
     groups = [
         _encode(group, f"param_groups.{i}", tensors)

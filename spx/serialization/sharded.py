@@ -2,9 +2,14 @@
 ``model.safetensors.index.json`` (``{"metadata": {"total_size": ...}, "weight_map": {name:
 shard}}``), so ``transformers`` and spx read each other's directories.
 
-Writing stages every shard as a temp file first and moves them in together, then writes the
-index last: a failure while shards are written leaves the previous checkpoint untouched, and
-the index (what readers open first) never points at shards that are not fully on disk.
+A sharded save is all-or-nothing: every save has a random *save id*; its shards are named with
+it (``model-00001-of-00003-1f2e3d4c.safetensors``) and carry it in their header metadata, and the
+index, which names the id in its ``"metadata"``, is replaced last, atomically. A save that dies
+at any point leaves the previous index pointing at the previous shards, untouched; the new
+index only appears once all of its shards are on disk; shards that no index uses any more are
+deleted after the new index is in place. A reader that finds a shard of another save than its
+index says so, naming the shard. (``transformers`` reads shards by the index's ``weight_map``,
+so the names work there too.)
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from spx import _validate
 from spx.serialization._arrays import check_key, check_metadata, to_host
 from spx.serialization._atomic import AtomicWriter
 from spx.serialization._file import write_file
 
 INDEX_SUFFIX = ".safetensors.index.json"
+# The metadata entry, in the index and in every shard header, naming the save they belong to.
+SAVE_ID_KEY = "spx_save_id"
 _UNITS = {
     "B": 1,
     "KB": 10**3,
@@ -52,8 +61,8 @@ def parse_size(size: int | str) -> int:
         >>> parse_size("2MB"), parse_size("1KiB"), parse_size(300)
         (2000000, 1024, 300)
     """
-    if isinstance(size, int) and not isinstance(size, bool):
-        value = size
+    if _validate.is_int(size):
+        value = int(size)
     elif isinstance(size, str):
         match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", size)
         unit = match.group(2).upper() if match else ""
@@ -70,9 +79,18 @@ def parse_size(size: int | str) -> int:
     return value
 
 
-def shard_name(prefix: str, index: int, total: int) -> str:
-    """``model-00001-of-00003.safetensors`` (1-based ``index``, Hugging Face's pattern)."""
-    return f"{prefix}-{index:05d}-of-{total:05d}.safetensors"
+def shard_name(prefix: str, index: int, total: int, save_id: str | None = None) -> str:
+    """``model-00001-of-00003-<save id>.safetensors`` (1-based ``index``).
+
+    Hugging Face's pattern with the save id appended, so a new save never overwrites a shard
+    the current index still uses.
+
+    Example:
+        >>> shard_name("model", 1, 3, "1f2e3d4c")
+        'model-00001-of-00003-1f2e3d4c.safetensors'
+    """
+    tag = f"-{save_id}" if save_id else ""
+    return f"{prefix}-{index:05d}-of-{total:05d}{tag}.safetensors"
 
 
 def _split(sizes: list[tuple[str, int]], limit: int) -> list[list[str]]:
@@ -104,9 +122,10 @@ def save_sharded(
     """Save a flat state dict as Hugging Face-style shards plus an index.
 
     Writes ``{prefix}-0000K-of-0000N.safetensors`` and ``{prefix}.safetensors.index.json``
-    into ``directory`` (created if needed). Every shard is written to a temp file and fsynced
-    before any is moved into place, and the index is written last, each file atomically. Shards
-    of an earlier save with the same prefix that the new index no longer lists are deleted.
+    into ``directory`` (created if needed), the shard names ending in this save's id. Every shard
+    is written to a temp file and fsynced before any is moved into place, and the index is
+    written last, atomically: readers see the previous checkpoint or this one, never a mix.
+    Shards of earlier saves with the same prefix are deleted once the new index is in place.
 
     Args:
         state_dict: flat ``dict[str, array]`` (``jax.Array``, numpy, ``Parameter``).
@@ -138,6 +157,11 @@ def save_sharded(
     if not isinstance(prefix, str) or not prefix or "/" in prefix or os.sep in prefix:
         raise ValueError(f"prefix must be a plain file name stem such as 'model', got {prefix!r}")
     text = check_metadata(metadata)
+    if SAVE_ID_KEY in text:
+        raise ValueError(
+            f"metadata key {SAVE_ID_KEY!r} is reserved: save_sharded writes it to tie the shards "
+            "to their index; rename that entry"
+        )
     if not isinstance(state_dict, Mapping):
         raise TypeError(
             f"save_sharded expects a flat dict[str, array], got {type(state_dict).__name__}"
@@ -152,22 +176,28 @@ def save_sharded(
     root.mkdir(parents=True, exist_ok=True)
 
     groups = _split([(k, int(v.nbytes)) for k, v in hosts.items()], limit)
-    names = [shard_name(prefix, i + 1, len(groups)) for i in range(len(groups))]
-    shard_text = {"format": "pt", **text}
+    save_id = secrets.token_hex(4)
+    names = [shard_name(prefix, i + 1, len(groups), save_id) for i in range(len(groups))]
+    shard_text = {"format": "pt", **text, SAVE_ID_KEY: save_id}
     with AtomicWriter() as writer:
         for name, keys in zip(names, groups, strict=True):
             tmp = writer.stage(root / name)
             write_file({k: hosts[k] for k in keys}, tmp, shard_text)
 
     index = {
-        "metadata": {**text, "total_size": int(sum(int(v.nbytes) for v in hosts.values()))},
+        "metadata": {
+            **text,
+            SAVE_ID_KEY: save_id,
+            "total_size": int(sum(int(v.nbytes) for v in hosts.values())),
+        },
         "weight_map": {k: name for name, keys in zip(names, groups, strict=True) for k in keys},
     }
     index_path = root / f"{prefix}{INDEX_SUFFIX}"
     with AtomicWriter() as writer:
         writer.stage(index_path).write_text(json.dumps(index, indent=2, sort_keys=False) + "\n")
 
-    stale = re.compile(rf"{re.escape(prefix)}-\d{{5}}-of-\d{{5}}\.safetensors")
+    # Shards of earlier saves (with or without a save id), now that no index uses them.
+    stale = re.compile(rf"{re.escape(prefix)}-\d{{5}}-of-\d{{5}}(-[0-9a-f]{{8}})?\.safetensors")
     for old in root.iterdir():
         if stale.fullmatch(old.name) and old.name not in names:
             old.unlink(missing_ok=True)

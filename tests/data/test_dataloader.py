@@ -215,7 +215,7 @@ def test_errors_like_torch():
     for extra in ({"batch_size": 4}, {"shuffle": True}, {"sampler": [0]}, {"drop_last": True}):
         assert "mutually exclusive" in _both({"batch_sampler": bs, **extra})
     for bad in (0, -3):
-        assert f"batch_size={bad}" in _both({"batch_size": bad})
+        assert f"batch_size must be a positive int, got {bad}" in _both({"batch_size": bad})
     assert "drop_last" in _both({"batch_size": None, "drop_last": True})
     assert "num_workers > 0" in _both({"prefetch_factor": 2})
     assert "num_workers > 0" in _both({"persistent_workers": True})

@@ -237,3 +237,32 @@ def test_persistent_loader_used_as_a_temporary(no_leaked_threads):
         for _, y in DataLoader(_tensor_ds(20), batch_size=5, num_workers=2, persistent_workers=True)
     ]
     assert got == [list(range(i, i + 5)) for i in range(0, 20, 5)]
+
+
+class _Blocked(Dataset):
+    """Items that wait for ``release`` (at most ``limit`` seconds): a stuck loader."""
+
+    def __init__(self, release: threading.Event, limit: float = 10.0) -> None:
+        self.release, self.limit = release, limit
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i):
+        self.release.wait(self.limit)
+        return np.float32(i)
+
+
+def test_timeout_is_honoured_even_while_a_worker_is_stuck(no_leaked_threads):
+    # Before: "timed out after 0.5 seconds" came after ~5.5 s (the shutdown waited for the
+    # stuck item). torch raises after the timeout too.
+    release = threading.Event()
+    loader = DataLoader(_Blocked(release), batch_size=1, num_workers=1, timeout=0.5)
+    start = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError, match=r"timed out after 0\.5 seconds"):
+            next(iter(loader))
+        elapsed = time.monotonic() - start
+    finally:
+        release.set()  # let the worker finish its item and exit (no thread is left behind)
+    assert 0.45 <= elapsed < 1.5, elapsed

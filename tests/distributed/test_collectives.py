@@ -1,19 +1,20 @@
-"""Collectives on the thread backend, checked against numpy on the ranks' inputs."""
+"""Collectives on thread ranks and on process ranks, checked against numpy on the inputs.
+
+Every test runs the same rank function on both backends: ``thread`` (``spawn``) and ``process``
+(real processes under a torchrun-style environment; the module's cases run in one batch of 2
+and one of 4 processes, see ``tests/distributed/_ranks.py``).
+"""
+
+import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 import spx.distributed as dist
-
-
-def run_ranks(fn, nprocs, *args, timeout=30.0):
-    """Spawn ``fn(rank, out, *args)`` and return ``out``; fails instead of hanging."""
-    out = {}
-    ctx = dist.spawn(fn, args=(out, *args), nprocs=nprocs, join=False, daemon=True)
-    assert ctx.join(timeout=timeout, grace_period=5), "ranks did not finish in time"
-    return out
+from tests.distributed._ranks import run_ranks
 
 
 def rank_input(rank, shape=(3, 5), dtype=np.float32):
@@ -25,7 +26,7 @@ def rank_input(rank, shape=(3, 5), dtype=np.float32):
 
 
 def on_own_device(x):
-    return x.devices() == {jax.local_devices()[dist.get_rank()]}
+    return x.devices() == {spx.device("cpu")}
 
 
 FLOAT_OPS = {
@@ -62,9 +63,12 @@ def _all_reduce_every_op(rank, out):
     out[rank] = results
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 4])
-def test_all_reduce_matches_numpy(nprocs):
-    out = run_ranks(_all_reduce_every_op, nprocs)
+BOTH = [("thread", 1), ("thread", 2), ("thread", 4), ("process", 2), ("process", 4)]
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), BOTH)
+def test_all_reduce_matches_numpy(backend, nprocs):
+    out = run_ranks(_all_reduce_every_op, nprocs, backend=backend)
     xs = np.stack([rank_input(r) for r in range(nprocs)])
     ints = np.stack([rank_input(r, dtype=np.int32) for r in range(nprocs)])
     for r in range(nprocs):
@@ -102,9 +106,9 @@ def _broadcast_gather_scatter(rank, out):
     out[rank] = jax.tree.map(np.asarray, res)
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 4])
-def test_broadcast_all_gather_gather_scatter(nprocs):
-    out = run_ranks(_broadcast_gather_scatter, nprocs)
+@pytest.mark.parametrize(("backend", "nprocs"), BOTH)
+def test_broadcast_all_gather_gather_scatter(backend, nprocs):
+    out = run_ranks(_broadcast_gather_scatter, nprocs, backend=backend)
     xs = [rank_input(r, (2, 3)) for r in range(nprocs)]
     for r in range(nprocs):
         res = out[r]
@@ -136,9 +140,9 @@ def _reduce_scatter(rank, out):
     out[rank] = (np.asarray(a), np.asarray(b), np.asarray(c))
 
 
-@pytest.mark.parametrize("nprocs", [2, 4])
-def test_reduce_scatter(nprocs):
-    out = run_ranks(_reduce_scatter, nprocs)
+@pytest.mark.parametrize(("backend", "nprocs"), BOTH[1:])
+def test_reduce_scatter(backend, nprocs):
+    out = run_ranks(_reduce_scatter, nprocs, backend=backend)
     for j in range(nprocs):
         want = np.array([[q * 100 + j for _ in range(2)] for q in range(nprocs)], np.float32)
         np.testing.assert_array_equal(out[j][0], want.sum(0))
@@ -157,11 +161,12 @@ def _objects(rank, out):
     out[rank] = (gathered, objs)
 
 
-def test_object_collectives_give_each_rank_its_own_copy():
-    out = run_ranks(_objects, 3)
-    for r in range(3):
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 4)])
+def test_object_collectives_give_each_rank_its_own_copy(backend, nprocs):
+    out = run_ranks(_objects, nprocs, backend=backend)
+    for r in range(nprocs):
         gathered, objs = out[r]
-        assert [g["rank"] for g in gathered] == [0, 1, 2]
+        assert [g["rank"] for g in gathered] == list(range(nprocs))
         assert gathered[0]["items"] == [0, "mine"] and gathered[1]["items"] == [1]
         assert objs == ["config", {"lr": 0.1}]
     assert out[0][0][0] is not out[1][0][0]
@@ -185,8 +190,9 @@ def _async_then_p2p(rank, out):
         out[rank] = (np.asarray(total), np.asarray(got), parts)
 
 
-def test_async_collectives_complete_out_of_order_with_p2p():
-    out = run_ranks(_async_then_p2p, 2)
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_async_collectives_complete_out_of_order_with_p2p(backend):
+    out = run_ranks(_async_then_p2p, 2, backend=backend)
     np.testing.assert_array_equal(out[0][0], [3.0, 3.0])
     assert out[0][1] is True
     np.testing.assert_array_equal(np.stack(out[0][2]), [[1.0, 1.0], [2.0, 2.0]])
@@ -204,8 +210,18 @@ def _mismatch(rank, out):
     out[rank] = str(info.value)
 
 
-def test_mismatched_collectives_raise_on_every_rank():
-    out = run_ranks(_mismatch, 2)
+def _mismatch_detail(rank, out):
+    # Across processes, like torch's gloo/NCCL, mismatches are checked in debug mode only.
+    os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
+    try:
+        _mismatch(rank, out)
+    finally:
+        del os.environ["TORCH_DISTRIBUTED_DEBUG"]
+
+
+@pytest.mark.parametrize(("backend", "fn"), [("thread", _mismatch), ("process", _mismatch_detail)])
+def test_mismatched_collectives_raise_on_every_rank(backend, fn):
+    out = run_ranks(fn, 2, backend=backend)
     assert "(3,)" in out[0] and "(4,)" in out[0] and out[0] == out[1]
 
 
@@ -226,5 +242,60 @@ def _bad_inputs(rank, out):
     out[rank] = True
 
 
-def test_bad_inputs_raise_clear_errors():
-    assert run_ranks(_bad_inputs, 2) == {0: True, 1: True}
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_bad_inputs_raise_clear_errors(backend):
+    assert run_ranks(_bad_inputs, 2, backend=backend) == {0: True, 1: True}
+
+
+def _all_to_all(rank, out):
+    dist.init_process_group()
+    n = dist.get_world_size()
+    # Rank q sends q * 100 + j to rank j, as a list and as one array.
+    inputs = [jnp.full((2, 3), float(rank * 100 + j)) for j in range(n)]
+    buffers = [jnp.zeros((2, 3)) for _ in range(n)]
+    got = dist.all_to_all(buffers, inputs)
+    single = dist.all_to_all_single(None, jnp.concatenate(inputs))
+    work = dist.all_to_all(None, inputs, async_op=True)
+    assert all(on_own_device(x) for x in got) and on_own_device(single)
+    out[rank] = ([np.asarray(x) for x in buffers], np.asarray(single), work.wait())
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), BOTH[1:])
+def test_all_to_all(backend, nprocs):
+    out = run_ranks(_all_to_all, nprocs, backend=backend)
+    for j in range(nprocs):
+        want = [np.full((2, 3), q * 100.0 + j) for q in range(nprocs)]
+        listed, single, waited = out[j]
+        np.testing.assert_array_equal(np.stack(listed), np.stack(want))
+        np.testing.assert_array_equal(single, np.concatenate(want))
+        np.testing.assert_array_equal(np.stack(waited), np.stack(want))
+
+
+def _large_all_reduce(rank, out):
+    # 4 MiB per rank: across processes, past the size where SUM/AVG/MIN/MAX switch from
+    # gather-and-fold to XLA's ring collectives (psum/pmin/pmax).
+    dist.init_process_group()
+    x = jnp.asarray(rank_input(rank, (1024, 1024)))
+    ops = (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN, dist.ReduceOp.MAX)
+    out[rank] = {op: np.asarray(dist.all_reduce(x, op)) for op in ops}
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 2), ("process", 2), ("process", 4)])
+def test_large_all_reduce(backend, nprocs):
+    out = run_ranks(_large_all_reduce, nprocs, backend=backend)
+    xs = np.stack([rank_input(r, (1024, 1024)) for r in range(nprocs)])
+    for r in range(nprocs):
+        for op, got in out[r].items():
+            np.testing.assert_allclose(got, FLOAT_OPS[op](xs), rtol=1e-5, err_msg=str(op))
+            np.testing.assert_array_equal(got, out[0][op])  # the same bits on every rank
+
+
+# One batch of 2 and one of 4 processes runs these, in this order.
+PROCESS_CASES = [
+    *[(fn, n) for n in (2, 4) for fn in (_all_reduce_every_op, _broadcast_gather_scatter)],
+    *[(fn, n) for n in (2, 4) for fn in (_reduce_scatter, _all_to_all, _large_all_reduce)],
+    (_objects, 4),
+    (_async_then_p2p, 2),
+    (_bad_inputs, 2),
+    (_mismatch_detail, 2),
+]

@@ -1,4 +1,8 @@
-"""Point-to-point on the thread backend: ordering, tags, templates, failures.
+"""Point-to-point on thread ranks and process ranks: ordering, tags, templates, failures.
+
+Process ranks (a batch of 2 and one of 4 processes, ``tests/distributed/_ranks.py``) run the
+same rank functions over ``jax.experimental.transfer``; what only one backend can do is said
+where it is tested.
 
 Handoff cost, measured on the 2-core CPU dev box with (8, 128) f32 arrays, best of 200 x 500
 (not a timed test; rerun by timing ``dist.isend(x, 0); dist.recv(x, 0)`` in a one-rank group
@@ -18,21 +22,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 import spx.distributed as dist
 from spx.distributed import process_group
-
-
-def run_ranks(fn, nprocs, *args, timeout=30.0):
-    """Spawn ``fn(rank, out, *args)`` and return ``out``; fails instead of hanging."""
-    out = {}
-    ctx = dist.spawn(fn, args=(out, *args), nprocs=nprocs, join=False, daemon=True)
-    assert ctx.join(timeout=timeout, grace_period=5), "ranks did not finish in time"
-    return out
+from tests.distributed._ranks import BACKENDS, run_ranks
 
 
 def _ping_pong(rank, out):
     dist.init_process_group()
-    me = jax.local_devices()[rank]
+    me = spx.device("cpu")
     template = jnp.zeros((4,), jnp.int32)
     seen = []
     x = jnp.zeros((4,), jnp.int32)
@@ -48,8 +46,9 @@ def _ping_pong(rank, out):
     out[rank] = seen
 
 
-def test_ping_pong():
-    out = run_ranks(_ping_pong, 2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ping_pong(backend):
+    out = run_ranks(_ping_pong, 2, backend=backend)
     assert out[0] == list(range(2, 41, 2))
     assert out[1] == list(range(1, 40, 2))
 
@@ -73,8 +72,9 @@ def _tags_in_flight(rank, out):
         out[rank] = (got0, got1, [w.source_rank for w in t0])
 
 
-def test_several_in_flight_keep_order_per_tag():
-    out = run_ranks(_tags_in_flight, 2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_several_in_flight_keep_order_per_tag(backend):
+    out = run_ranks(_tags_in_flight, 2, backend=backend)
     assert out[1] == ([0, 1, 2, 3, 4], [100, 101, 102, 103, 104], [0] * 5)
 
 
@@ -85,12 +85,16 @@ def _many_tags(rank, out):
             dist.send(jnp.int32(tag), dst=1, tag=tag)
     else:
         got = [int(dist.recv(jnp.int32(0), src=0, tag=tag)) for tag in reversed(range(50))]
-        # Drained channels are dropped, so per-step tags do not accumulate state.
-        out[rank] = (got, len(process_group.default_group().backend._box.channels))
+        backend = process_group.default_group().backend
+        # Thread ranks drop drained channels, so per-step tags do not accumulate state.
+        # (Across processes a channel keeps its sequence number and the message shapes.)
+        left = len(backend._box.channels) if hasattr(backend, "_box") else 0
+        out[rank] = (got, left)
 
 
-def test_distinct_tags_match_and_leave_no_state():
-    assert run_ranks(_many_tags, 2)[1] == (list(reversed(range(50))), 0)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_distinct_tags_match_and_leave_no_state(backend):
+    assert run_ranks(_many_tags, 2, backend=backend)[1] == (list(reversed(range(50))), 0)
 
 
 def _ring(rank, out):
@@ -104,11 +108,12 @@ def _ring(rank, out):
     )
     got = works[0].wait()
     assert works[1].wait() is None
-    out[rank] = (np.asarray(got), got.devices() == {jax.local_devices()[rank]})
+    out[rank] = (np.asarray(got), got.devices() == {spx.device("cpu")})
 
 
-def test_ring_with_batch_isend_irecv():
-    out = run_ranks(_ring, 4)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ring_with_batch_isend_irecv(backend):
+    out = run_ranks(_ring, 4, backend=backend)
     for r in range(4):
         np.testing.assert_array_equal(out[r][0], [float((r - 1) % 4)] * 3)
         assert out[r][1]
@@ -131,6 +136,19 @@ def test_recv_from_any_source():
     assert run_ranks(_any_source, 4)[0] == {1: 1.5, 2: 3.0, 3: 4.5}
 
 
+def _any_source_across_processes(rank, out):
+    dist.init_process_group()
+    if rank == 0:
+        with pytest.raises(NotImplementedError, match="any source"):
+            dist.irecv(jnp.zeros(()), tag=5)
+    out[rank] = True
+
+
+def test_recv_from_any_source_is_refused_across_processes():
+    """The receiver must know whom to pull from: a clear error, not a hang."""
+    assert run_ranks(_any_source_across_processes, 2, backend="process")[0] is True
+
+
 def _poll_and_self(rank, out):
     dist.init_process_group()
     if rank == 1:
@@ -138,6 +156,11 @@ def _poll_and_self(rank, out):
         before = work.is_completed()
         dist.barrier()  # rank 0 sends only after this
         dist.barrier()  # ... and before this
+        # Thread ranks hold the message now; across processes the bytes still have to move,
+        # so is_completed() turns True soon after, without a wait().
+        deadline = time.monotonic() + 10
+        while not work.is_completed() and time.monotonic() < deadline:
+            time.sleep(0.005)
         out[rank] = (before, work.is_completed(), np.asarray(work.wait()))
     else:
         dist.barrier()
@@ -149,8 +172,9 @@ def _poll_and_self(rank, out):
         out[rank] = np.asarray(dist.recv(jnp.zeros(2), src=0, tag=3))
 
 
-def test_is_completed_and_send_to_self():
-    out = run_ranks(_poll_and_self, 2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_is_completed_and_send_to_self(backend):
+    out = run_ranks(_poll_and_self, 2, backend=backend)
     assert out[1][0] is False and out[1][1] is True
     np.testing.assert_array_equal(out[1][2], [1.0, 1.0])
     np.testing.assert_array_equal(out[0], [0.0, 1.0])
@@ -172,8 +196,11 @@ def _template_mismatch(rank, out):
     dist.barrier()
 
 
-def test_recv_checks_the_template():
-    np.testing.assert_array_equal(run_ranks(_template_mismatch, 2)[1], np.ones((2, 3)))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recv_checks_the_template(backend):
+    np.testing.assert_array_equal(
+        run_ranks(_template_mismatch, 2, backend=backend)[1], np.ones((2, 3))
+    )
 
 
 def _sender_exits(rank, out):
@@ -186,6 +213,7 @@ def _sender_exits(rank, out):
 
 
 def test_recv_from_a_rank_that_ended_raises_at_once():
+    # Thread ranks; a process that exits is covered by tests/distributed/test_failures.py.
     assert run_ranks(_sender_exits, 2)[1] < 5
 
 
@@ -204,5 +232,49 @@ def _subgroup_p2p(rank, out):
             assert dist.recv(jnp.float32(0), src=1, group=g) is None
 
 
-def test_p2p_in_a_subgroup_uses_global_or_group_ranks():
-    assert run_ranks(_subgroup_p2p, 3)[2] == (7.0, 8.0)
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 4)])
+def test_p2p_in_a_subgroup_uses_global_or_group_ranks(backend, nprocs):
+    assert run_ranks(_subgroup_p2p, nprocs, backend=backend)[2] == (7.0, 8.0)
+
+
+def _shapes_change_on_a_channel(rank, out):
+    """A tag whose messages change shape and structure (pipeline transfers of a new
+    schedule, say): every message arrives with its own shapes."""
+    dist.init_process_group()
+    backend = process_group.default_group().backend
+    trees = [
+        jnp.ones(3),
+        jnp.ones(3) * 2,
+        {"a": jnp.ones((2, 2)), "b": (jnp.zeros(1, jnp.int32),)},
+        jnp.arange(5.0),
+        jnp.arange(5.0) + 1,
+    ]
+    if rank == 0:
+        for tree in trees:
+            backend.send_tree(tree, 1, ("pp", "F", 1, 0))
+    else:
+        works = [backend.irecv_tree(0, ("pp", "F", 1, 0)) for _ in trees]
+        out[rank] = [jax.tree.map(np.asarray, w.wait()) for w in works]
+    dist.barrier()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_message_shapes_may_change_on_one_tag(backend):
+    got = run_ranks(_shapes_change_on_a_channel, 2, backend=backend)[1]
+    assert [jax.tree.structure(g) for g in got][2] == jax.tree.structure({"a": 0, "b": (0,)})
+    np.testing.assert_array_equal(got[1], [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(got[2]["a"], np.ones((2, 2)))
+    np.testing.assert_array_equal(got[4], np.arange(5.0) + 1)
+
+
+PROCESS_CASES = [
+    (_ping_pong, 2),
+    (_tags_in_flight, 2),
+    (_many_tags, 2),
+    (_poll_and_self, 2),
+    (_template_mismatch, 2),
+    (_any_source_across_processes, 2),
+    (_shapes_change_on_a_channel, 2),
+    (_ring, 4),
+    (_subgroup_p2p, 4),
+]

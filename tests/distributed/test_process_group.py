@@ -1,5 +1,9 @@
-"""Default group lifecycle, rank queries, new_group and barrier (torch.distributed semantics)."""
+"""Default group lifecycle, rank queries, new_group and barrier (torch.distributed semantics).
 
+Tests that take ``backend`` run on thread ranks and on process ranks (``_ranks.py``).
+"""
+
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -9,16 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 import spx.distributed as dist
 from spx import _context
-
-
-def run_ranks(fn, nprocs, *args, timeout=30.0):
-    """Spawn ``fn(rank, out, *args)`` and return ``out``; fails instead of hanging."""
-    out = {}
-    ctx = dist.spawn(fn, args=(out, *args), nprocs=nprocs, join=False, daemon=True)
-    assert ctx.join(timeout=timeout, grace_period=5), "ranks did not finish in time"
-    return out
+from tests.distributed._ranks import run_ranks
 
 
 @pytest.fixture
@@ -62,8 +60,10 @@ def test_env_world_of_one_and_many(fresh_thread_context, monkeypatch):
     dist.init_process_group()
     assert dist.get_world_size() == 1
     dist.destroy_process_group()
+    # A larger world is a job of processes: torch's env:// contract needs the master address.
     monkeypatch.setenv("WORLD_SIZE", "4")
-    with pytest.raises(NotImplementedError, match=r"spawn\(fn, nprocs=4\)"):
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with pytest.raises(ValueError, match="environment variable MASTER_ADDR expected"):
         dist.init_process_group("nccl")
     assert not dist.is_initialized()
 
@@ -103,9 +103,11 @@ def _reinit(rank, out):
     out[rank] = results
 
 
-def test_destroy_and_reinit():
-    out = run_ranks(_reinit, 3)
-    assert out == {r: [3.0, 6.0, 9.0] for r in range(3)}
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 2)])
+def test_destroy_and_reinit(backend, nprocs):
+    out = run_ranks(_reinit, nprocs, backend=backend)
+    base = nprocs * (nprocs - 1) / 2
+    assert out == {r: [base + nprocs * k for k in range(3)] for r in range(nprocs)}
 
 
 def _subgroups(rank, out):
@@ -128,8 +130,9 @@ def _subgroups(rank, out):
     out[rank] = info
 
 
-def test_new_group_subsets():
-    out = run_ranks(_subgroups, 4)
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_new_group_subsets(backend):
+    out = run_ranks(_subgroups, 4, backend=backend)
     for r in (1, 3):
         assert out[r]["rank"] == (r - 1) // 2 and out[r]["size"] == 2
         np.testing.assert_array_equal(out[r]["sum"], [6.0, 6.0])  # ranks 1, 3 hold 2 and 4
@@ -147,8 +150,10 @@ def _mismatched_new_group(rank, out):
     out[rank] = True
 
 
-def test_new_group_needs_the_same_ranks_everywhere():
-    assert run_ranks(_mismatched_new_group, 3) == {0: True, 1: True, 2: True}
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 4)])
+def test_new_group_needs_the_same_ranks_everywhere(backend, nprocs):
+    out = run_ranks(_mismatched_new_group, nprocs, backend=backend)
+    assert out == dict.fromkeys(range(nprocs), True)
 
 
 def _barrier(rank, out, events):
@@ -195,3 +200,86 @@ def test_bad_group_arguments(fresh_thread_context):
         dist.get_rank("world")
     dist.destroy_process_group()
     assert jax.devices()  # nothing above broke the backend
+
+
+def _ranks_and_devices(rank, out):
+    import os
+
+    dist.init_process_group()
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    # torch scripts pick "cuda:{LOCAL_RANK}": the rank's own device, however ranks are run.
+    own = spx.device(f"cuda:{local}")
+    out[rank] = (
+        dist.get_rank(),
+        dist.get_world_size(),
+        dist.get_backend(),
+        own == spx.device("cpu"),
+        float(dist.all_reduce(jax.device_put(jnp.float32(rank), own))),
+    )
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_rank_queries_and_own_device(backend):
+    out = run_ranks(_ranks_and_devices, 2, backend=backend)
+    name = {"thread": "thread", "process": "gloo"}[backend]  # no backend name given
+    assert out == {0: (0, 2, name, True, 1.0), 1: (1, 2, name, True, 1.0)}
+
+
+def _listening_addresses() -> list[str]:
+    """The local addresses this process's TCP sockets listen on (Linux /proc)."""
+    import ipaddress
+    import os
+
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
+                    continue
+                raw = bytes.fromhex(cols[1].split(":")[0])
+                # /proc prints each 32-bit word in host (little-endian) order.
+                fixed = b"".join(raw[i : i + 4][::-1] for i in range(0, width, 4))
+                addr = ipaddress.ip_address(fixed)
+                if addr.version == 6 and addr.ipv4_mapped:
+                    addr = addr.ipv4_mapped
+                found.append(str(addr))
+    return found
+
+
+def _sockets_bind_to_the_given_address(rank, out):
+    # Every socket the job opened (coordinator on rank 0, gloo, the transfer server) listens
+    # on MASTER_ADDR's loopback address, none on all interfaces.
+    dist.init_process_group()
+    dist.all_reduce(jnp.ones(2))
+    if rank == 0:
+        dist.send(jnp.ones(2), dst=1)
+    else:
+        dist.recv(jnp.zeros(2), src=0)
+    dist.barrier()
+    out[rank] = _listening_addresses()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_sockets_bind_to_the_given_address():
+    out = run_ranks(_sockets_bind_to_the_given_address, 2, backend="process")
+    # Rank 0: coordinator, gloo, transfer server; rank 1: gloo and transfer server.
+    assert len(out[0]) >= 3 and len(out[1]) >= 2, out
+    assert all(a == "127.0.0.1" for addrs in out.values() for a in addrs), out
+
+
+PROCESS_CASES = [
+    (_sockets_bind_to_the_given_address, 2),
+    (_reinit, 2),
+    (_ranks_and_devices, 2),
+    (_subgroups, 4),
+    (_mismatched_new_group, 4),
+]

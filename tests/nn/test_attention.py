@@ -222,7 +222,7 @@ def test_jit():
 def test_validation():
     with pytest.raises(ValueError, match=r"embed_dim \(10\) must be divisible by num_heads \(3\)"):
         nn.MultiheadAttention(10, 3)
-    with pytest.raises(ValueError, match="num_heads must be a positive int"):
+    with pytest.raises(ValueError, match="num_heads must be a positive int, got 0"):
         nn.MultiheadAttention(8, 0)
     with pytest.raises(ValueError, match="dropout"):
         nn.MultiheadAttention(8, 2, dropout=1.5)

@@ -204,3 +204,37 @@ def test_batchnorm3d_train_and_eval_match_torch():
         _assert_state_equal(t_layer, s_layer)
     with pytest.raises(ValueError, match="5D"):
         s_layer(jnp.ones((2, 2, 3)))
+
+
+def test_state_dict_without_num_batches_tracked_loads_like_torch(tmp_path):
+    # An old checkpoint (before torch added the counter). Before: "Missing key(s)".
+    t_model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    t_model(torch.randn(8, 3))  # the counter is 1 now, in both models below
+    old = {k: v.detach().numpy() for k, v in t_model.state_dict().items()}
+    del old["1.num_batches_tracked"]
+    t_fresh = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    t_fresh(torch.randn(8, 3))
+    assert t_fresh.load_state_dict({k: torch.tensor(v) for k, v in old.items()}) == ([], [])
+
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    model(jnp.ones((8, 3)))
+    given = dict(old)
+    assert model.load_state_dict(given) == ([], [])
+    assert given == old  # the caller's dict is not modified (torch copies it too)
+    assert int(model[1].num_batches_tracked) == int(t_fresh[1].num_batches_tracked) == 1
+    np.testing.assert_allclose(np.asarray(model[1].running_mean), old["1.running_mean"])
+
+    # Through a checkpoint file as well (a lazy mapping over the file).
+    from spx.serialization import load_checkpoint, save
+
+    save(old, tmp_path / "old.safetensors")
+    assert load_checkpoint(
+        nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)), tmp_path / "old.safetensors"
+    ) == ([], [])
+
+
+def test_other_missing_keys_are_still_reported():
+    model = nn.BatchNorm1d(3)
+    sd = {k: np.asarray(v) for k, v in model.state_dict().items() if k != "running_var"}
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "running_var"'):
+        model.load_state_dict(sd)

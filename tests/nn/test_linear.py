@@ -9,6 +9,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx.nn import functional as F
 
 torch = pytest.importorskip("torch")
 
@@ -88,10 +89,11 @@ def test_linear_default_init_statistics():
 def test_linear_dtype_and_validation():
     layer = nn.Linear(3, 2, dtype=jnp.bfloat16)
     assert layer.weight.dtype == jnp.bfloat16 and layer.bias.dtype == jnp.bfloat16
-    for bad in (-1, 2.5, True, "3"):
-        with pytest.raises(ValueError, match="in_features"):
+    # torch: TypeError for a non-integer size, an error for a negative one.
+    for bad, error in ((-1, ValueError), (2.5, TypeError), (True, TypeError), ("3", TypeError)):
+        with pytest.raises(error, match=rf"in_features must be .*got .*{bad!r}"):
             nn.Linear(bad, 2)
-        with pytest.raises(ValueError, match="out_features"):
+        with pytest.raises(error, match="out_features"):
             nn.Linear(2, bad)
 
 
@@ -173,3 +175,35 @@ def test_bilinear_matches_torch(bias):
     _check_parity(t_layer, s_layer, _x(5, 3), _x(5, 4, seed=1))
     bound = 1 / math.sqrt(3)
     assert np.abs(np.asarray(nn.Bilinear(3, 4, 2).weight)).max() <= bound
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "inputs"),
+    [
+        ("Linear", (3, 2), [(1, 3)]),
+        ("Bilinear", (2, 2, 2), [(1, 2), (1, 2)]),
+        ("Conv1d", (3, 2, 1), [(1, 3, 4)]),
+        ("Embedding", (4, 2), None),
+    ],
+)
+def test_weight_set_to_none_gives_a_clear_type_error_like_torch(name, args, inputs):
+    # Before: "'NoneType' object has no attribute 'is_uninitialized'" (or a jnp.array error).
+    t_layer, layer = getattr(torch.nn, name)(*args), getattr(nn, name)(*args)
+    t_layer.weight = None
+    layer.weight = None
+    if inputs is None:
+        t_in, s_in = [torch.tensor([1])], [jnp.array([1])]
+    else:
+        t_in = [torch.ones(s) for s in inputs]
+        s_in = [jnp.ones(s) for s in inputs]
+    with pytest.raises(TypeError):
+        t_layer(*t_in)
+    with pytest.raises(TypeError, match=rf"{name}\.weight is None.*nn\.Parameter"):
+        layer(*s_in)
+
+
+def test_functional_linear_refuses_a_none_weight_like_torch():
+    with pytest.raises(TypeError):
+        torch.nn.functional.linear(torch.ones(1, 3), None)
+    with pytest.raises(TypeError, match=r"linear\(\): argument 'weight' must be an array"):
+        F.linear(jnp.ones((1, 3)), None)

@@ -237,7 +237,7 @@ def test_validation():
         nn.MSELoss(reduction="avg")
     with pytest.raises(ValueError, match="reduction"):
         nn.CrossEntropyLoss(reduction="batchmean")
-    with pytest.raises(ValueError, match=r"label_smoothing must be a float in \[0.0, 1.0\]"):
+    with pytest.raises(ValueError, match=r"label_smoothing must be a number in \[0, 1\], got 1.5"):
         nn.CrossEntropyLoss(label_smoothing=1.5)
     with pytest.raises(ValueError, match="beta must be a non-negative"):
         nn.SmoothL1Loss(beta=-1.0)

@@ -181,3 +181,37 @@ def test_uninitialized_parameter_errors_and_materialize():
     q = nn.UninitializedParameter()
     q.data = np.zeros((2, 2), np.float32)
     assert type(q) is nn.Parameter and q.shape == (2, 2)
+
+
+def test_grad_of_the_wrong_shape_or_dtype_is_refused_like_torch():
+    # Before: accepted, and the next optimizer.step() turned the (2,) bias into (4, 2).
+    model = nn.Linear(3, 2)
+    t_bias = torch.nn.Linear(3, 2).bias
+    with pytest.raises(RuntimeError, match="size"):
+        t_bias.grad = torch.ones(4, 2)
+    with pytest.raises(RuntimeError, match=r"different size.*\(4, 2\).*\(2,\)"):
+        model.bias.grad = jnp.ones((4, 2))
+    assert model.bias.grad is None
+    with pytest.raises(RuntimeError, match="dtype"):
+        t_bias.grad = torch.ones(2, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match=r"different type.*float16.*float32.*astype"):
+        model.bias.grad = jnp.ones(2, jnp.float16)
+    with pytest.raises(TypeError, match=r"got list.*\(2,\)"):
+        model.bias.grad = [1.0, 2.0]
+    model.bias.grad = np.ones(2, np.float32)  # host arrays of the right shape are fine
+    assert isinstance(model.bias.grad, jax.Array) and model.bias.grad.shape == (2,)
+
+
+def test_grad_checks_hold_inside_compile():
+    import spx
+
+    model = nn.Linear(3, 2)
+
+    @spx.compile
+    def step(m):
+        m.bias.grad = jnp.ones((4, 2))
+        return m.bias.data.sum()
+
+    with pytest.raises(RuntimeError, match=r"\(4, 2\).*\(2,\)"):
+        step(model)
+    assert model.bias.grad is None and model.bias.shape == (2,)

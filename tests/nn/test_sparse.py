@@ -1,5 +1,7 @@
 """Embedding against torch.nn.Embedding: lookups, weight grads, padding, init, from_pretrained."""
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx.nn import functional as F
 
 torch = pytest.importorskip("torch")
 
@@ -136,3 +139,25 @@ def test_embedding_in_jit_and_a_model():
     out = jax.jit(lambda m, i: m(i))(model, jnp.asarray(IDX))
     assert out.shape == (2, 4, 10)
     np.testing.assert_allclose(np.asarray(out), np.asarray(model(jnp.asarray(IDX))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [7, 5, -1])
+def test_out_of_range_index_raises_eagerly_like_torch(bad):
+    # Before: a row of NaN came back without a word.
+    t_emb = torch.nn.Embedding(5, 2)
+    with pytest.raises(IndexError):
+        t_emb(torch.tensor([1, bad]))
+    emb = nn.Embedding(5, 2)
+    with pytest.raises(IndexError, match=rf"index {bad} \(at position \(1,\).*num_embeddings=5"):
+        emb(jnp.array([1, bad]))
+    with pytest.raises(IndexError, match=rf"index {bad} "):
+        F.embedding(jnp.array([[0, bad]]), emb.weight)
+
+
+def test_out_of_range_index_inside_compiled_code_reads_nan_as_documented():
+    emb = nn.Embedding(5, 2)
+    out = jax.jit(lambda m, i: m(i))(emb, jnp.array([1, 7]))
+    assert np.isnan(np.asarray(out[1])).all()
+    np.testing.assert_array_equal(np.asarray(out[0]), np.asarray(emb.weight.data[1]))
+    documented = sys.modules[F.embedding.__module__].__doc__
+    assert "inside compiled code" in documented.lower() and "NaN" in documented

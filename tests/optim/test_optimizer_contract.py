@@ -82,3 +82,75 @@ def test_load_state_dict_rejects_a_different_layout():
         other.load_state_dict(saved)
     with pytest.raises(ValueError, match="parameter groups"):
         other.load_state_dict({"state": {}, "param_groups": []})
+
+
+def _adam_state_of_linear(named: bool = False):
+    model = spx.nn.Linear(4, 3)
+    opt = spx.optim.Adam(model.named_parameters() if named else model.parameters(), lr=1e-2)
+    for p in model.parameters():
+        p.grad = jnp.ones_like(p.data)
+    opt.step()
+    return model, opt.state_dict()
+
+
+def test_named_parameters_give_param_names_like_torch():
+    t_model = torch.nn.Linear(4, 3)
+    t_opt = torch.optim.Adam(t_model.named_parameters())
+    model, saved = _adam_state_of_linear(named=True)
+    t_names = t_opt.state_dict()["param_groups"][0]["param_names"]
+    assert saved["param_groups"][0]["param_names"] == t_names == ["weight", "bias"]
+    with pytest.raises(ValueError, match="with/without names"):
+        spx.optim.SGD([("weight", model.weight), model.bias], lr=0.1)
+    # The names appear in load_state_dict's errors.
+    saved["state"][0]["exp_avg"] = np.zeros((4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"parameter 0 \('weight'\) of shape \(3, 4\)"):
+        spx.optim.Adam(model.named_parameters()).load_state_dict(saved)
+
+
+def test_load_state_dict_refuses_state_of_the_wrong_shape():
+    # Before: accepted, and the next step() turned the (3,) bias into (3, 4).
+    _, saved = _adam_state_of_linear()
+    saved["state"][1]["exp_avg"] = np.zeros((3, 4), np.float32)
+    fresh = spx.nn.Linear(4, 3)
+    opt = spx.optim.Adam(fresh.parameters(), lr=1e-2)
+    with pytest.raises(ValueError, match=r"parameter 1 of shape \(3,\).*'exp_avg'.*\(3, 4\)"):
+        opt.load_state_dict(saved)
+    assert not opt.state  # nothing was loaded
+    for p in fresh.parameters():
+        p.grad = jnp.ones_like(p.data)
+    opt.step()
+    assert fresh.bias.shape == (3,)
+
+
+def test_load_state_dict_refuses_state_of_another_optimizer_or_dtype():
+    model, saved = _adam_state_of_linear()
+    state = {"state": saved["state"]}
+    momentum_sgd = spx.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(ValueError, match=r"parameter 0: the state lacks 'momentum_buffer'"):
+        momentum_sgd.load_state_dict(
+            {**state, "param_groups": momentum_sgd.state_dict()["param_groups"]}
+        )
+    plain_sgd = spx.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(
+        ValueError, match=r"has 'step', 'exp_avg', 'exp_avg_sq', which SGD does not"
+    ):
+        plain_sgd.load_state_dict({**state, "param_groups": plain_sgd.state_dict()["param_groups"]})
+    amsgrad = spx.optim.Adam(model.parameters(), amsgrad=True)
+    with pytest.raises(ValueError, match=r"lacks 'max_exp_avg_sq'"):
+        amsgrad.load_state_dict({**state, "param_groups": amsgrad.state_dict()["param_groups"]})
+    saved["state"][0]["exp_avg_sq"] = np.zeros((3, 4), np.int32)
+    with pytest.raises(ValueError, match=r"'exp_avg_sq' has dtype int32, but a floating array"):
+        spx.optim.Adam(model.parameters()).load_state_dict(saved)
+
+
+def test_load_state_dict_checks_against_the_saved_hyperparameters():
+    # A state dict saved with momentum brings its momentum: the buffers then fit.
+    torch_params, spx_params = twin_params()
+    t_opt = torch.optim.SGD(torch_params, lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(1)
+    set_grads(torch_params, spx_params, rng)
+    t_opt.step()
+    opt = spx.optim.SGD(spx_params, lr=0.1)  # no momentum yet
+    opt.load_state_dict(to_numpy_state_dict(t_opt.state_dict()))
+    assert opt.param_groups[0]["momentum"] == 0.9
+    assert set(opt.state[spx_params[0]]) == {"momentum_buffer"}

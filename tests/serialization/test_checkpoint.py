@@ -73,16 +73,17 @@ def test_sharded_checkpoint_view(tmp_path, file_log):
     save_sharded(sd, tmp_path, max_shard_size=800)
     file_log.opened.clear()
     with open_checkpoint(tmp_path) as ckpt:
-        assert ckpt.sharded and ckpt.metadata == {"total_size": 1600}
+        sid = ckpt.metadata["spx_save_id"]
+        assert ckpt.sharded and ckpt.metadata == {"spx_save_id": sid, "total_size": 1600}
         assert [p.name for p in ckpt.files()] == [
             "model.safetensors.index.json",
-            "model-00001-of-00002.safetensors",
-            "model-00002-of-00002.safetensors",
+            f"model-00001-of-00002-{sid}.safetensors",
+            f"model-00002-of-00002-{sid}.safetensors",
         ]
         assert list(ckpt) == list(sd)
         assert ckpt["layer3"].tolist() == [3.0] * 100
         assert ckpt.shape("layer2") == (100,)
-    assert file_log.opened_names() == ["model-00002-of-00002.safetensors"]
+    assert file_log.opened_names() == [f"model-00002-of-00002-{sid}.safetensors"]
 
 
 def test_open_checkpoint_keeps_reading_the_version_it_opened(tmp_path):

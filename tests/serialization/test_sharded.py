@@ -4,6 +4,7 @@ and only the shards holding the requested tensors opened."""
 from __future__ import annotations
 
 import json
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from spx.serialization import load, open_checkpoint, save, save_sharded
 from spx.serialization.sharded import parse_size
+from tests.serialization._shards import save_id, shard_names
 
 torch = pytest.importorskip("torch")
 st_torch = pytest.importorskip("safetensors.torch")
@@ -28,12 +30,15 @@ def test_layout_matches_hugging_face(tmp_path):
     sd = _state_dict()
     index_path = save_sharded(sd, tmp_path, max_shard_size=2500, metadata={"step": "7"})
     assert index_path == tmp_path / "model.safetensors.index.json"
-    names = [f"model-0000{i}-of-00004.safetensors" for i in (1, 2, 3, 4)]
+    sid = save_id(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{8}", sid)
+    # Hugging Face's names with the save's id appended (a new save never overwrites them).
+    names = [f"model-0000{i}-of-00004-{sid}.safetensors" for i in (1, 2, 3, 4)]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, index_path.name])
 
     index = json.loads(index_path.read_text())
     assert index == {
-        "metadata": {"step": "7", "total_size": 4 * 1000 + 4000 + 20},
+        "metadata": {"step": "7", "spx_save_id": sid, "total_size": 4 * 1000 + 4000 + 20},
         "weight_map": {
             "layers.0.w": names[0],
             "layers.1.w": names[0],
@@ -48,7 +53,7 @@ def test_layout_matches_hugging_face(tmp_path):
 
     for name in names:
         with safe_open(str(tmp_path / name), framework="pt") as f:
-            assert f.metadata() == {"format": "pt", "step": "7"}
+            assert f.metadata() == {"format": "pt", "step": "7", "spx_save_id": sid}
     shard = st_torch.load_file(str(tmp_path / names[1]))
     np.testing.assert_array_equal(shard["layers.3.w"].numpy(), np.full(250, 3.0, np.float32))
 
@@ -63,9 +68,10 @@ def test_only_shards_holding_requested_keys_are_opened(tmp_path, file_log):
     save_sharded(_state_dict(), tmp_path, max_shard_size=2500)
     file_log.opened.clear()
 
+    names = shard_names(tmp_path)
     out = load(tmp_path, keys=["layers.3.w"])
     assert out["layers.3.w"].tolist() == [3.0] * 250
-    assert file_log.opened_names() == ["model-00002-of-00004.safetensors"]
+    assert file_log.opened_names() == [names[1]]
     assert file_log.read_keys() == ["layers.3.w"]
 
     file_log.opened.clear()
@@ -73,10 +79,7 @@ def test_only_shards_holding_requested_keys_are_opened(tmp_path, file_log):
         assert len(ckpt) == 6 and "embed.weight" in ckpt
         assert file_log.opened == []  # keys come from the index alone
         ckpt["layers.0.w"], ckpt["layers.1.w"], ckpt["norm.weight"]
-    assert file_log.opened_names() == [
-        "model-00001-of-00004.safetensors",
-        "model-00004-of-00004.safetensors",
-    ]
+    assert file_log.opened_names() == [names[0], names[3]]
 
 
 def test_hand_built_transformers_directory_loads(tmp_path):
@@ -110,9 +113,11 @@ def test_hand_built_transformers_directory_loads(tmp_path):
 def test_resaving_with_fewer_shards_removes_stale_ones(tmp_path):
     save_sharded(_state_dict(), tmp_path, max_shard_size=2500)
     (tmp_path / "notes.txt").write_text("keep me")
+    # Hugging Face-named shards of another tool's save with the same prefix go too.
+    (tmp_path / "model-00007-of-00009.safetensors").write_bytes(b"old")
     save_sharded({"only": jnp.ones(3)}, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "model-00001-of-00001.safetensors",
+        f"model-00001-of-00001-{save_id(tmp_path)}.safetensors",
         "model.safetensors.index.json",
         "notes.txt",
     ]
@@ -134,13 +139,14 @@ def test_broken_sharded_checkpoints(tmp_path):
     save_sharded(_state_dict(), tmp_path, max_shard_size=2500)
     index_path = tmp_path / "model.safetensors.index.json"
     index = json.loads(index_path.read_text())
+    names = shard_names(tmp_path)
 
-    (tmp_path / "model-00003-of-00004.safetensors").unlink()
+    (tmp_path / names[2]).unlink()
     with pytest.raises(FileNotFoundError, match=r"model-00003-of-00004.*embed.weight.*incomplete"):
         load(tmp_path, keys=["embed.weight"])
     assert load(tmp_path, keys=["layers.0.w"])  # the other shards still read
 
-    index["weight_map"]["layers.0.w"] = "model-00002-of-00004.safetensors"
+    index["weight_map"]["layers.0.w"] = names[1]
     index_path.write_text(json.dumps(index))
     with pytest.raises(ValueError, match=r"out of sync"):
         load(tmp_path, keys=["layers.0.w"])
@@ -157,7 +163,7 @@ def test_broken_sharded_checkpoints(tmp_path):
     with pytest.raises(ValueError, match=r"weight_map"):
         load(tmp_path)
 
-    shard = tmp_path / "model-00002-of-00004.safetensors"
+    shard = tmp_path / names[1]
     index_path.write_text(json.dumps({"weight_map": {"layers.2.w": shard.name}}))
     shard.write_bytes(shard.read_bytes()[:-10])
     with pytest.raises(ValueError, match=r"model-00002-of-00004.*truncated or corrupt"):

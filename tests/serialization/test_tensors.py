@@ -227,3 +227,52 @@ def test_int64_follows_jax_x64_rules(tmp_path):
     st_torch.save_file({"steps": torch.tensor([5, 1 << 20], dtype=torch.int64)}, str(path))
     back = load(path)["steps"]
     assert back.dtype == jnp.int32 and back.tolist() == [5, 1 << 20]
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_a_torch_pickle_is_named_with_the_conversion(tmp_path, zipped):
+    # Before: "truncated or corrupt ... restore it from a backup".
+    sd = {"fc.weight": torch.randn(3, 4), "fc.bias": torch.randn(3)}
+    path = tmp_path / "model.pt"
+    torch.save(sd, path, _use_new_zipfile_serialization=zipped)
+    with pytest.raises(ValueError) as info:
+        load(path)
+    message = str(info.value)
+    assert "PyTorch pickle" in message and "never unpickles" in message
+    assert "safetensors.torch.save_file(torch.load(" in message
+    # The conversion it shows works, and spx then reads the same numbers.
+    out = tmp_path / "model.safetensors"
+    st_torch.save_file(torch.load(path), str(out))
+    back = load(out)
+    for key, value in sd.items():
+        np.testing.assert_array_equal(np.asarray(back[key]), value.numpy())
+
+
+def test_a_directory_of_torch_pickles_says_so(tmp_path):
+    torch.save({"w": torch.ones(2)}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(FileNotFoundError, match=r"'pytorch_model.bin'.*never unpickles"):
+        load(tmp_path)
+
+
+def test_saving_a_state_dict_kept_across_a_compiled_step_names_the_key_and_fix(tmp_path):
+    import spx
+
+    model = nn.Linear(4, 1)
+    opt = spx.optim.SGD(model.parameters(), lr=0.1)
+    kept = model.state_dict()
+
+    @spx.compile
+    def step(model, opt, x):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: (m(x) ** 2).mean(), model)
+        opt.step()
+        return loss
+
+    step(model, opt, jnp.ones((2, 4)))  # donates the parameters' old buffers
+    # Before: "Array has been deleted with shape=float32[1,4]".
+    with pytest.raises(RuntimeError, match=r"(?s)'weight'.*donates.*model\.state_dict\(\) again"):
+        save(kept, tmp_path / "m.safetensors")
+    save(model.state_dict(), tmp_path / "m.safetensors")  # the fix it names
+    np.testing.assert_array_equal(
+        np.asarray(load(tmp_path / "m.safetensors")["weight"]), np.asarray(model.weight.data)
+    )

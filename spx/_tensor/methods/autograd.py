@@ -33,6 +33,40 @@ class GradFn:
         return f"<{self.name()}>"
 
 
+def _checked_grad(t: Any, value: Any) -> Any:
+    """``value`` as a gradient Tensor of ``t``, or a clear error (torch refuses the same)."""
+    import jax
+
+    from spx._tensor.tensor import Tensor
+
+    shape = "?" if getattr(t, "is_uninitialized", False) else str(tuple(t.shape))
+    if not isinstance(value, Tensor | jax.Array | np.ndarray | np.generic):
+        raise TypeError(
+            f"assigned grad expected to be a Tensor or array, got {type(value).__name__}: "
+            f"{value!r:.60}. Assign a tensor of the shape {shape}, e.g. "
+            "p.grad = spx.zeros_like(p)."
+        )
+    if not isinstance(value, Tensor):
+        from spx.ops.creation import as_value
+
+        value = Tensor._of(as_value(value))
+    if getattr(t, "is_uninitialized", False):  # a lazy parameter: nothing to compare yet
+        return value
+    if tuple(value.shape) != tuple(t.shape):
+        raise RuntimeError(
+            f"assigned grad has data of a different size: the grad has shape "
+            f"{tuple(value.shape)}, the tensor {tuple(t.shape)}. A gradient must have its "
+            "tensor's shape; reshape it (g.reshape(p.shape)) or assign it to the right tensor."
+        )
+    if np.dtype(value.dtype) != np.dtype(t.dtype):
+        raise RuntimeError(
+            f"assigned grad has data of a different type: the grad is {value.dtype}, the "
+            f"tensor {t.dtype} (shape {tuple(t.shape)}). Cast it first: "
+            "p.grad = g.to(p.dtype) (or g.astype(p.dtype) for a jax array)."
+        )
+    return value
+
+
 class AutogradMethods:
     """``backward``, ``grad``, ``requires_grad_``, ``retain_grad``, ``register_hook``."""
 
@@ -74,27 +108,10 @@ class AutogradMethods:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        if value is None:
-            self._grad = None
-            return
-        from spx._tensor.tensor import Tensor
-
-        if not isinstance(value, Tensor):
-            from spx.ops.creation import as_value
-
-            value = Tensor._of(as_value(value))
-        if tuple(value.shape) != tuple(self.shape):
-            raise RuntimeError(
-                f"assigned grad has data of a different size: the tensor is "
-                f"{list(self.shape)}, the gradient {list(value.shape)}. Assign a gradient of "
-                "the same shape (e.g. a reduction or reshape of what you computed)."
-            )
-        if np.dtype(value.dtype) != np.dtype(self.dtype):
-            raise RuntimeError(
-                f"assigned grad has data of a different type: the tensor is {self.dtype}, the "
-                f"gradient {value.dtype}; cast it: p.grad = g.to(p.dtype)"
-            )
-        self._grad = value
+        """Assigning checks the value as torch does: a tensor or array of this tensor's shape
+        and dtype, so a wrong one fails here rather than reshaping a parameter at the next
+        ``optimizer.step()``."""
+        self._grad = None if value is None else _checked_grad(self, value)
 
     @grad.deleter
     def grad(self) -> None:

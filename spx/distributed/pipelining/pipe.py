@@ -17,7 +17,7 @@ copies them): loading a checkpoint into the model, an optimizer built over the m
 parameters to the stage's device, which moves them in the model as well. Buffers are copied
 into each stage module that reads them (they are never updated by a split forward).
 
-How the program is cut and what flows between stages: see :mod:`._split`.
+How the program is cut and what flows between stages: see :mod:`.split.cut`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import jax
 from jax.core import eval_jaxpr
 
-from spx.distributed.pipelining._split import SplitPoint, StagePlan, Traced, plan_stages, trace
+from spx.distributed.pipelining.split.cut import SplitPoint, StagePlan, Traced, plan_stages, trace
 from spx.distributed.pipelining.stage import PipelineStage
 from spx.nn.module import Module
 

@@ -1,9 +1,10 @@
 """Pipeline schedules with torch's classes, constructors and ``step``/``eval`` semantics.
 
-Every schedule here is a *table generator* (see :mod:`._orders`) plus the shared runtime
-(:mod:`._executor`): the constructor builds the per-rank action lists — ``pipeline_order``,
-printable with :meth:`_PipelineSchedule.format_order` and exchangeable as torch's CSV — and
-``step`` executes this rank's list. A custom schedule is a CSV loaded with ``_load_csv``.
+Every schedule here is a *table generator* (see :mod:`.tables.orders`) plus the shared runtime
+(:mod:`.runtime.executor`): the constructor builds the per-rank action lists — ``pipeline_order``,
+printable with :meth:`_PipelineSchedule.format_order` and exchangeable as torch's CSV — lowers
+them to ``pipeline_order_with_comms`` (explicit SEND/RECV, as torch's runtime does), and ``step``
+executes this rank's lowered list. A custom schedule is a CSV loaded with ``_load_csv``.
 
 A training step, as in torch::
 
@@ -24,18 +25,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TextIO
 
-from spx.distributed.pipelining import _ir
-from spx.distributed.pipelining._executor import RankRunner
-from spx.distributed.pipelining._ir import PipelineOrder, _Action, _format_pipeline_order
-from spx.distributed.pipelining._orders import get_schedule_spec
-from spx.distributed.pipelining._simulate import _simulate, _validate_schedule
-from spx.distributed.pipelining._transport import Transport
 from spx.distributed.pipelining.microbatch import (
     merge_chunks,
     split_args_kwargs_into_chunks,
     split_target,
 )
+from spx.distributed.pipelining.runtime.executor import RankRunner
+from spx.distributed.pipelining.runtime.transport import Transport
 from spx.distributed.pipelining.stage import PipelineStage
+from spx.distributed.pipelining.tables import ir as _ir
+from spx.distributed.pipelining.tables.csv_io import _dump_csv, _load_csv
+from spx.distributed.pipelining.tables.ir import PipelineOrder, _Action, _format_pipeline_order
+from spx.distributed.pipelining.tables.lowering import _lower_schedule
+from spx.distributed.pipelining.tables.orders import get_schedule_spec
+from spx.distributed.pipelining.tables.simulate import _simulate, _validate_schedule
 
 
 def _group_of(stages: list[PipelineStage]) -> tuple[Any, int, int]:
@@ -65,6 +68,7 @@ class _PipelineSchedule:
         kwargs_chunk_spec: Any = None,
         output_merge_spec: Any = None,
         scale_grads: bool = True,
+        defer_pp_recv: bool = False,
     ) -> None:
         if isinstance(n_microbatches, bool) or not isinstance(n_microbatches, int):
             raise TypeError(f"n_microbatches must be an int, got {n_microbatches!r}")
@@ -89,6 +93,7 @@ class _PipelineSchedule:
         self._kwargs_chunk_spec = kwargs_chunk_spec
         self._output_merge_spec = output_merge_spec
         self.scale_grads = scale_grads
+        self._defer_pp_recv = defer_pp_recv
         self._num_stages = num_stages.pop()
         self._group, self.rank, self.pp_size = _group_of(stages)
         self._has_backward = loss_fn is not None
@@ -102,7 +107,9 @@ class _PipelineSchedule:
             s._attach(loss_fn)
             s.stage_index_to_group_rank = dict(self.stage_to_rank)
         self._transport = Transport(self._group if self.pp_size > 1 else None)
-        self._runner = RankRunner(self._stages, self.stage_to_rank, self.rank, self._transport)
+        self._runner = RankRunner(
+            self._stages, self.stage_to_rank, self.rank, self._transport, type(self).__name__
+        )
 
     def _check_placement(self) -> None:
         for index in self._stages:
@@ -123,7 +130,26 @@ class _PipelineSchedule:
             forward_only=self._forward_only,
         )
         self.pipeline_order: PipelineOrder = {r: list(a) for r, a in order.items()}
-        self._eval_order = self._forward_only_from(order)
+        lowered = any(a is not None and a.is_comm_op for acts in order.values() for a in acts)
+        # The tables the runtime executes: SEND/RECV where torch's lowering puts them (a table
+        # loaded in compute_comms format is already lowered). UNSHARD/RESHARD are left out:
+        # they are FSDP prefetching, and spx stages hold whole parameters.
+        self.pipeline_order_with_comms: PipelineOrder = (
+            {r: list(a) for r, a in order.items()}
+            if lowered
+            else self._lower(order, self._forward_only, self._defer_pp_recv)
+        )
+        self._eval_order_with_comms = self._lower(self._forward_only_from(order), True, False)
+
+    def _lower(self, order: PipelineOrder, forward_only: bool, defer: bool) -> PipelineOrder:
+        return _lower_schedule(
+            order,
+            self._num_stages,
+            self._n_microbatches,
+            forward_only=forward_only,
+            unshard_reshard=False,
+            defer_recv=defer,
+        )
 
     def _forward_only_from(self, order: PipelineOrder) -> PipelineOrder:
         # Forward-only execution of any placement: each rank runs its stages in increasing
@@ -146,13 +172,13 @@ class _PipelineSchedule:
 
         The table is validated and simulated before it is accepted.
         """
-        order = _ir._load_csv(filename, format=format)
+        order = _load_csv(filename, format=format)
         _simulate(order, self.stage_to_rank, self._num_stages)
         self._set_order(order)
 
     def _dump_csv(self, filename: str | TextIO) -> None:
         """Write the table in torch's CSV format."""
-        _ir._dump_csv(self.pipeline_order, filename)
+        _dump_csv(self.pipeline_order, filename)
 
     # -- running -----------------------------------------------------------------------------
     def step(
@@ -216,8 +242,8 @@ class _PipelineSchedule:
             raise TypeError(f"losses must be a list, got {type(losses).__name__}")
         for stage in self._stages.values():
             stage._begin_step()
-        actions = self.pipeline_order[self.rank] if train else self._eval_order[self.rank]
-        self._runner.run(actions, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
+        table = self.pipeline_order_with_comms if train else self._eval_order_with_comms
+        self._runner.run(table, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
         if train:
             scale = 1.0 / n if self.scale_grads else None
             for stage in self._stages.values():
@@ -284,8 +310,8 @@ class PipelineScheduleMulti(_PipelineSchedule):
         if not isinstance(stages, list | tuple) or not stages:
             raise TypeError(f"{type(self).__name__} takes a non-empty list of PipelineStages")
         self._stages_list = list(stages)
-        # use_full_backward / backward_requires_autograd / defer_pp_recv steer torch's autograd
-        # and NCCL plumbing; spx's programs and non-blocking transfers need neither.
+        # use_full_backward / backward_requires_autograd steer torch's autograd; spx's compiled
+        # programs need neither. defer_pp_recv posts each RECV just before its consumer.
         super().__init__(
             list(stages),
             n_microbatches,
@@ -294,6 +320,7 @@ class PipelineScheduleMulti(_PipelineSchedule):
             kwargs_chunk_spec,
             output_merge_spec,
             scale_grads,
+            defer_pp_recv,
         )
 
 

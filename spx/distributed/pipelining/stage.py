@@ -17,7 +17,7 @@ import jax
 
 from spx import random as spx_random
 from spx.device import device as resolve_device
-from spx.distributed.pipelining._programs import StagePrograms
+from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
 
 
@@ -153,7 +153,7 @@ class PipelineStage:
             data = p.data
             if getattr(data, "committed", True) is False or self.device not in data.devices():
                 p.data = jax.device_put(data, self.device)
-        self._train, self._frozen = programs.read_params()
+        programs.read_params()
 
     # -- checks ------------------------------------------------------------------------------
     def _check_inputs(self, args: tuple, mb: int) -> None:
@@ -204,7 +204,7 @@ class PipelineStage:
             key = jax.device_put(key, self.device)
         if train:
             out, loss, res, new_buffers, new_key = programs.forward(
-                self._train, self._frozen, buffers, key, args, kwargs, target, loss_kwargs
+                buffers, key, args, kwargs, target, loss_kwargs
             )
             # The backward needs the stage inputs only if the vjp refers to them.
             inputs = jax.tree_util.tree_leaves(args) if res.layout[2] else None
@@ -213,7 +213,7 @@ class PipelineStage:
             self.peak_stored = max(self.peak_stored, self._stored_now)
         else:
             out, loss, new_buffers, new_key = programs.forward_eval(
-                self._train, self._frozen, buffers, key, args, kwargs, target, loss_kwargs
+                buffers, key, args, kwargs, target, loss_kwargs
             )
         programs.write_buffers(new_buffers)
         spx_random.set_key(new_key)
@@ -266,7 +266,7 @@ class PipelineStage:
         # for the rest). Adding zero to the first gradient is exact.
         if self._acc is None:
             # Committed like the accumulators the programs return, or jit sees a new signature.
-            self._acc = jax.device_put(self._programs.zeros_like(self._train), self.device)
+            self._acc = jax.device_put(self._programs.zero_accumulators(), self.device)
         return self._acc
 
     def _finish_step(self, scale: float | None) -> None:

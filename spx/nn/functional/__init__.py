@@ -17,7 +17,6 @@ from typing import Any
 from spx import random as _random
 from spx._tensor.grad_mode import no_grad as _no_grad
 from spx._tensor.recorded import recorded as _recorded
-
 from spx.nn.functional import activation as _activation
 from spx.nn.functional import attention as _attention
 from spx.nn.functional import conv as _conv

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx import random as spx_random
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -22,18 +23,29 @@ REDUCTIONS = ("none", "mean", "sum")
 def ntuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
     """``value`` as an ``n``-tuple of ints (torch's ``_pair``/``_triple``), validated.
 
+    ``name`` reads ``"conv2d: stride"`` (the function, then the argument).
+
     Raises:
-        ValueError: a sequence of the wrong length or a non-integer entry.
+        TypeError: not an int or a sequence of ints (numpy integers are fine).
+        ValueError: a sequence of the wrong length.
     """
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * n
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        items = tuple(value)
-        if len(items) == 1:
-            items = items * n
-        if len(items) == n and all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-            return items
-    raise ValueError(f"{name} must be an int or a sequence of {n} ints, got {value!r}")
+    where, _, arg = name.rpartition(": ")
+    return _validate.as_int_tuple(value, n, arg or name, where or "spx.nn.functional")
+
+
+def required_array(value: Any, name: str, fn: str) -> jax.Array:
+    """``value`` as an array; ``None`` is a TypeError naming the argument (torch's too).
+
+    Example:
+        >>> required_array([1.0], "weight", "linear").shape
+        (1,)
+    """
+    if value is None:
+        raise TypeError(
+            f"{fn}(): argument '{name}' must be an array, not None. If it is a module's "
+            f"parameter that was set to None, assign it a Parameter again."
+        )
+    return jnp.asarray(value)
 
 
 def check_reduction(reduction: str, allowed: Sequence[str] = REDUCTIONS) -> str:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from spx.nn.functional._utils import ntuple
+from spx import _validate
+from spx.nn.functional._utils import ntuple, required_array
 
 Array = jax.Array
 
@@ -69,8 +70,7 @@ def _padding(
 
 
 def _check_groups(x: Array, w: Array, groups: int, in_axis_size: int, name: str) -> None:
-    if not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
+    _validate.as_int(groups, "groups", name, minimum=1)
     if x.shape[1] != in_axis_size:
         raise RuntimeError(
             f"{name}: given groups={groups} and weight of shape {w.shape}, expected input "
@@ -89,7 +89,7 @@ def _conv(
     nd: int,
     name: str,
 ) -> Array:
-    x, w = jnp.asarray(input), jnp.asarray(weight)
+    x, w = required_array(input, "input", name), required_array(weight, "weight", name)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"{name}: weight must be (out_channels, in_channels/groups, {', '.join('k' * nd)}), "
@@ -132,7 +132,7 @@ def _conv_transpose(
     nd: int,
     name: str,
 ) -> Array:
-    x, w = jnp.asarray(input), jnp.asarray(weight)
+    x, w = required_array(input, "input", name), required_array(weight, "weight", name)
     if w.ndim != nd + 2:
         raise RuntimeError(
             f"{name}: weight must be (in_channels, out_channels/groups, "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from spx.nn.functional._utils import required_array
+
 Array = jax.Array
 
 
@@ -30,7 +32,7 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     Example:
         >>> F.linear(jnp.ones((8, 3)), jnp.ones((4, 3)), jnp.zeros(4)).shape  # (8, 4)
     """
-    x, w = jnp.asarray(input), jnp.asarray(weight)
+    x, w = required_array(input, "input", "linear"), required_array(weight, "weight", "linear")
     if w.ndim not in (1, 2):
         raise RuntimeError(
             f"linear: weight must be (out_features, in_features) or (in_features,), "
@@ -62,7 +64,11 @@ def bilinear(input1: Array, input2: Array, weight: Array, bias: Array | None = N
     Example:
         >>> F.bilinear(jnp.ones((5, 2)), jnp.ones((5, 3)), jnp.ones((4, 2, 3))).shape  # (5, 4)
     """
-    x1, x2, w = jnp.asarray(input1), jnp.asarray(input2), jnp.asarray(weight)
+    x1, x2 = (
+        required_array(input1, "input1", "bilinear"),
+        required_array(input2, "input2", "bilinear"),
+    )
+    w = required_array(weight, "weight", "bilinear")
     if w.ndim != 3:
         raise RuntimeError(f"bilinear: weight must be (out, in1, in2), got shape {w.shape}")
     if x1.shape[:-1] != x2.shape[:-1]:

@@ -12,6 +12,13 @@ one-hot matmul. Its torch options are reproduced without mutating the table:
 * ``scale_grad_by_freq``: the gradient of each row is divided by its count in the batch.
 * ``sparse``: accepted and ignored (gradients are dense arrays).
 
+**Out-of-range indices.** Eagerly (concrete indices) an index outside ``[0, num_embeddings)``
+raises ``IndexError`` naming it, as torch does. Inside compiled code (``spx.compile``,
+``jax.jit``) the indices have no values while the program is built and XLA has no exceptions, so
+an out-of-range index reads a row of NaN instead — never a silently clamped, valid-looking row;
+the NaN reaches the loss, where it shows. Check indices before the step
+(``assert int(idx.max()) < num_embeddings``) if the data can hold bad ones.
+
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.embedding.html
 """
 
@@ -21,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx.nn.functional._utils import is_concrete
+from spx.nn.functional._utils import is_concrete, required_array
 
 Array = jax.Array
 
@@ -54,7 +61,10 @@ def embedding(
     Example:
         >>> F.embedding(jnp.array([[0, 2]]), jnp.eye(3), padding_idx=0).shape  # (1, 2, 3)
     """
-    idx, w = jnp.asarray(input), jnp.asarray(weight)
+    idx, w = (
+        required_array(input, "input", "embedding"),
+        required_array(weight, "weight", "embedding"),
+    )
     if w.ndim != 2:
         raise RuntimeError(
             f"embedding: weight must be (num_embeddings, embedding_dim), got shape {w.shape}"
@@ -72,7 +82,9 @@ def embedding(
                 f"[-{num}, {num})"
             )
         padding_idx %= num
-    # Out-of-range indices read NaN rather than a clamped row (torch raises IndexError).
+    if is_concrete(idx) and idx.size:
+        _check_range(np.asarray(idx), num)
+    # Traced indices cannot be checked: out-of-range ones read NaN rather than a clamped row.
     out = jnp.take(w, idx, axis=0, mode="fill", fill_value=jnp.nan)
 
     if max_norm is not None:
@@ -91,6 +103,18 @@ def embedding(
     if padding_idx is not None:
         out = jnp.where((idx == padding_idx)[..., None], jax.lax.stop_gradient(out), out)
     return out
+
+
+def _check_range(values: np.ndarray, num: int) -> None:
+    """torch's IndexError for indices outside ``[0, num)``, naming the first bad one."""
+    bad = (values < 0) | (values >= num)
+    if bad.any():
+        position = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise IndexError(
+            f"embedding: index {int(values[position])} (at position {position} of the input of "
+            f"shape {values.shape}) is out of range for num_embeddings={num}; valid indices are "
+            f"0..{num - 1}. Check the data or the vocabulary size (nn.Embedding({num}, ...))."
+        )
 
 
 def one_hot(tensor: Array, num_classes: int = -1) -> Array:

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -164,9 +165,7 @@ class _SoftmaxBase(Module):
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
-            raise TypeError(f"{type(self).__name__}: dim must be an int or None, got {dim!r}")
-        self.dim = dim
+        self.dim = _validate.as_optional_int(dim, "dim", type(self).__name__)
 
     def forward(self, input: Array) -> Array:
         return type(self)._fn(input, self.dim)
@@ -383,10 +382,7 @@ class PReLU(Module):
         self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None
     ) -> None:
         super().__init__()
-        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int):
-            raise TypeError(f"PReLU: num_parameters must be an int, got {num_parameters!r}")
-        if num_parameters < 1:
-            raise ValueError(f"PReLU: num_parameters must be >= 1, got {num_parameters}")
+        num_parameters = _validate.as_int(num_parameters, "num_parameters", "PReLU", minimum=1)
         self.num_parameters = num_parameters
         self.init = init
         weight = jnp.full((num_parameters,), init, dtype=dtype or jnp.float32)

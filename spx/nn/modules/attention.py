@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -93,31 +94,16 @@ class MultiheadAttention(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"MultiheadAttention: {name} must be a positive int, got {value!r}"
-                )
+        embed_dim = _validate.as_int(embed_dim, "embed_dim", "MultiheadAttention", minimum=1)
+        num_heads = _validate.as_int(num_heads, "num_heads", "MultiheadAttention", minimum=1)
         if embed_dim % num_heads:
             raise ValueError(
                 f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                 f"({num_heads}); each head gets embed_dim // num_heads features"
             )
-        for name, value in (("kdim", kdim), ("vdim", vdim)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value <= 0
-            ):
-                raise ValueError(
-                    f"MultiheadAttention: {name} must be a positive int or None, got {value!r}"
-                )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, int | float)
-            or not 0 <= dropout <= 1
-        ):
-            raise ValueError(
-                f"MultiheadAttention: dropout must be a probability in [0, 1], got {dropout!r}"
-            )
+        kdim = _validate.as_optional_int(kdim, "kdim", "MultiheadAttention", minimum=1)
+        vdim = _validate.as_optional_int(vdim, "vdim", "MultiheadAttention", minimum=1)
+        dropout = _validate.as_float(dropout, "dropout", "MultiheadAttention", minimum=0, maximum=1)
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim

@@ -6,9 +6,11 @@ Parameters ``weight``/``bias`` and buffers ``running_mean``/``running_var``/
 **How the running statistics change.** jax arrays are immutable, so a training-mode forward
 *assigns new arrays* to the buffers (``self.running_mean = new``) instead of updating them in
 place. That assignment is the state change: eager code sees it on the module right away, and
-``spx.compile``/``spx.value_and_grad`` re-read the buffers after the forward and write the traced
-results back. (Under a bare ``jax.grad``/``jax.jit`` of a module, the update lands on the traced
-copy only, as with any pure function.)
+``spx.compile``/``spx.backward`` re-read the buffers after the forward and write the traced
+results back. Under a plain ``jax.jit`` the update lands on the traced copy of a module passed
+as an argument: return the module to keep it (``jax.jit(lambda m, x: (m(x), m))``); a copy
+dropped with its updates is reported with a ``RuntimeWarning``, and a module the jitted function
+closes over refuses the traced assignment (see ``spx._transforms``).
 
 ``num_batches_tracked`` is an int32 scalar: JAX runs with 64-bit types off, so torch's int64
 is stored as int32 (a torch checkpoint's int64 value loads fine, cast on load).
@@ -21,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -58,12 +61,12 @@ class _BatchNorm(Module):
     ) -> None:
         super().__init__()
         name = type(self).__name__
-        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"{name}: num_features must be a positive int, got {num_features!r}")
-        if momentum is not None and not 0.0 <= momentum <= 1.0:
-            raise ValueError(
-                f"{name}: momentum must be in [0, 1] or None (cumulative average), got {momentum!r}"
-            )
+        num_features = _validate.as_int(num_features, "num_features", name, minimum=1)
+        if momentum is not None:  # validated; kept as given (torch's repr shows it as given)
+            _validate.as_float(
+                momentum, "momentum", name, minimum=0, maximum=1,
+                hint="or None for a cumulative average",
+            )  # fmt: skip
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
@@ -104,6 +107,14 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
+
+    def _prepare_state_dict(self, state_dict: Any, prefix: str) -> None:
+        # torch's BatchNorm (version 2) added num_batches_tracked; a state dict without it (an
+        # old checkpoint) keeps the current count, as torch's _load_from_state_dict does.
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            current = self.num_batches_tracked
+            state_dict[key] = current if current is not None else jnp.zeros((), jnp.int32)
 
     def _check_input(self, x: Array) -> None:
         name = type(self).__name__

@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx import _validate
 from spx.nn import _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -160,10 +161,11 @@ class Sequential(Module):
         return self.extend(list(other))
 
     def __mul__(self, other: int) -> Sequential:
-        if isinstance(other, bool) or not isinstance(other, int):
+        if not _validate.is_int(other):
             raise TypeError(
                 f"unsupported operand type(s) for *: Sequential and {type(other).__name__}"
             )
+        other = _validate.as_int(other, "factor", "Sequential.__mul__")
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for Sequential")
         # Repeats share the same module objects (and so the same parameters), as in torch.

@@ -9,12 +9,12 @@ padding, the same two steps torch takes, so the numbers match at the borders.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -26,17 +26,7 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 def _tuple(value: Any, n: int, cls: str, name: str, minimum: int) -> tuple[int, ...]:
     """torch's ``_single``/``_pair`` with validation: an int or an ``n``-sequence of ints."""
-    items = (value,) * n if isinstance(value, int) else value
-    if (
-        not isinstance(items, Sequence)
-        or isinstance(items, str)
-        or len(items) != n
-        or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in items)
-    ):
-        raise ValueError(
-            f"{cls}: {name} must be an int >= {minimum} or a tuple of {n} such ints, got {value!r}"
-        )
-    return tuple(items)
+    return _validate.as_int_tuple(value, n, name, cls, minimum=minimum)
 
 
 class _ConvNd(Module):
@@ -60,16 +50,12 @@ class _ConvNd(Module):
     ) -> None:
         super().__init__()
         cls, nd = type(self).__name__, self._nd
-        for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
-            if value is None and name == "in_channels":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"{cls}: {name} must be a positive int, got {value!r}"
-                    + (" (use None or a Lazy conv to infer it)" if name == "in_channels" else "")
-                )
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
-            raise ValueError(f"{cls}: groups must be a positive int, got {groups!r}")
+        in_channels = _validate.as_optional_int(
+            in_channels, "in_channels", cls, minimum=1,
+            hint="use None or a Lazy conv to infer it",
+        )  # fmt: skip
+        out_channels = _validate.as_int(out_channels, "out_channels", cls, minimum=1)
+        groups = _validate.as_int(groups, "groups", cls, minimum=1)
         if in_channels is not None and in_channels % groups:
             raise ValueError(
                 f"{cls}: in_channels ({in_channels}) must be divisible by groups ({groups}); "
@@ -170,7 +156,7 @@ class _ConvNd(Module):
                 f"{nd + 1}-D input (C, {spatial}), got shape {tuple(input.shape)}"
             )
         channels = input.shape[-nd - 1]
-        if self.weight.is_uninitialized:
+        if self._required_parameter("weight").is_uninitialized:
             self._materialize(channels)
         elif channels != self.in_channels:
             raise RuntimeError(

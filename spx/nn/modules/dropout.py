@@ -3,8 +3,10 @@
 In training mode each call draws a fresh key from the calling rank's generator
 (``spx.random.next_key()``, seeded by ``spx.manual_seed``), so masks differ from call to call and
 a seeded run is reproducible; under ``spx.compile`` that key is threaded through the compiled
-program as state. In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is
-and no key is drawn.
+program as state. Under a plain ``jax.jit`` nobody would thread it: drawing there raises an error
+that shows the alternatives (``spx.compile``, ``model.eval()``, ``F.dropout(..., key=key)``).
+In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is and no key is
+drawn.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import jax
 
+from spx import _validate
 from spx import random as spx_random
 from spx.nn import functional as F
 from spx.nn.module import Module
@@ -25,14 +28,13 @@ class _DropoutNd(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, int | float):
-            raise TypeError(f"{type(self).__name__}: p must be a float, got {p!r}")
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(
-                f"dropout probability has to be between 0 and 1, but got {p}; "
-                f"pass e.g. nn.{type(self).__name__}(p=0.1)"
-            )
-        self.p = p
+        name = type(self).__name__
+        checked = _validate.as_float(
+            p, "p (the dropout probability)", name, minimum=0, maximum=1,
+            hint=f"pass e.g. nn.{name}(p=0.1)",
+        )  # fmt: skip
+        # A Python number is kept as given: torch's repr shows Dropout(p=0) for p=0.
+        self.p = p if type(p) in (int, float) else checked
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn.module import Module
 
 Array = jax.Array
@@ -26,11 +27,6 @@ def _normalize_dim(dim: int, ndim: int, owner: str) -> int:
             f"[{-rank}, {rank - 1}], but got {dim}) for an input with {ndim} dims"
         )
     return dim % rank
-
-
-def _check_int(owner: str, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{owner}: {name} must be an int, got {value!r}")
 
 
 class Flatten(Module):
@@ -53,8 +49,8 @@ class Flatten(Module):
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
-        _check_int("Flatten", "start_dim", start_dim)
-        _check_int("Flatten", "end_dim", end_dim)
+        start_dim = _validate.as_int(start_dim, "start_dim", "Flatten")
+        end_dim = _validate.as_int(end_dim, "end_dim", "Flatten")
         if (start_dim >= 0) == (end_dim >= 0) and start_dim > end_dim:
             raise ValueError(
                 f"Flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim})"
@@ -100,18 +96,16 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
-        _check_int("Unflatten", "dim", dim)
+        dim = _validate.as_int(dim, "dim", "Unflatten")
         if not isinstance(unflattened_size, tuple | list):
             raise TypeError(
                 "Unflatten: unflattened_size must be a tuple or list of ints, got "
                 f"{type(unflattened_size).__name__}: {unflattened_size!r}"
             )
-        for i, size in enumerate(unflattened_size):
-            if isinstance(size, bool) or not isinstance(size, int):
-                raise TypeError(
-                    f"Unflatten: unflattened_size must be a tuple or list of ints, but found "
-                    f"element {size!r} of type {type(size).__name__} at position {i}"
-                )
+        unflattened_size = type(unflattened_size)(
+            _validate.as_int(s, f"unflattened_size[{i}]", "Unflatten")
+            for i, s in enumerate(unflattened_size)
+        )
         if sum(s == -1 for s in unflattened_size) > 1 or any(s < -1 for s in unflattened_size):
             raise ValueError(
                 f"Unflatten: unflattened_size {unflattened_size!r} may contain at most one -1 "

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -68,14 +69,11 @@ class Linear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        for name, value in (("in_features", in_features), ("out_features", out_features)):
-            if value is None and name == "in_features":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(
-                    f"Linear: {name} must be a non-negative int, got {value!r}"
-                    + (" (use None or nn.LazyLinear to infer it)" if name == "in_features" else "")
-                )
+        in_features = _validate.as_optional_int(
+            in_features, "in_features", "Linear", minimum=0,
+            hint="use None or nn.LazyLinear to infer it",
+        )  # fmt: skip
+        out_features = _validate.as_int(out_features, "out_features", "Linear", minimum=0)
         self.in_features = in_features
         self.out_features = out_features
         self._device = device
@@ -113,11 +111,12 @@ class Linear(Module):
         input = jnp.asarray(input)
         if input.ndim == 0:
             raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
-        if self.weight.is_uninitialized:
+        weight = self._required_parameter("weight")
+        if weight.is_uninitialized:
             self._materialize(input.shape[-1])
         elif self.in_features is None:
             # Materialized by load_state_dict rather than by a first call.
-            self.in_features = self.weight.shape[1]
+            self.in_features = weight.shape[1]
         if input.shape[-1] != self.in_features:
             raise ValueError(
                 f"Linear: input has {input.shape[-1]} features in its last dimension "
@@ -125,7 +124,7 @@ class Linear(Module):
                 f"{self.in_features}. Reshape the input or build Linear({input.shape[-1]}, "
                 f"{self.out_features})."
             )
-        return F.linear(input, self.weight, self.bias)
+        return F.linear(input, weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
@@ -176,9 +175,11 @@ class Bilinear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        self.in1_features = in1_features
-        self.in2_features = in2_features
-        self.out_features = out_features
+        self.in1_features = _validate.as_int(in1_features, "in1_features", "Bilinear", minimum=0)
+        self.in2_features = _validate.as_int(in2_features, "in2_features", "Bilinear", minimum=0)
+        self.out_features = _validate.as_int(out_features, "out_features", "Bilinear", minimum=0)
+        in1_features, in2_features = self.in1_features, self.in2_features
+        out_features = self.out_features
         self.weight = Parameter(_empty((out_features, in1_features, in2_features), dtype, device))
         if bias:
             self.bias = Parameter(_empty((out_features,), dtype, device))
@@ -193,7 +194,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: jax.Array, input2: jax.Array) -> jax.Array:
-        return F.bilinear(input1, input2, self.weight, self.bias)
+        return F.bilinear(input1, input2, self._required_parameter("weight"), self.bias)
 
     def extra_repr(self) -> str:
         return (

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn.functional._utils import legacy_reduction
 from spx.nn.module import Module
@@ -43,9 +44,8 @@ class _WeightedLoss(_Loss):
         self.register_buffer("weight", weight)
 
 
-def _check_ignore_index(cls: str, ignore_index: Any) -> None:
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
-        raise TypeError(f"{cls}: ignore_index must be an int, got {ignore_index!r}")
+def _check_ignore_index(cls: str, ignore_index: Any) -> int:
+    return _validate.as_int(ignore_index, "ignore_index", cls)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -85,18 +85,12 @@ class CrossEntropyLoss(_WeightedLoss):
         label_smoothing: float = 0.0,
     ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
-        _check_ignore_index(type(self).__name__, ignore_index)
-        if (
-            isinstance(label_smoothing, bool)
-            or not isinstance(label_smoothing, int | float)
-            or not 0.0 <= label_smoothing <= 1.0
-        ):
-            raise ValueError(
-                f"CrossEntropyLoss: label_smoothing must be a float in [0.0, 1.0], got "
-                f"{label_smoothing!r}"
-            )
+        ignore_index = _check_ignore_index(type(self).__name__, ignore_index)
+        label_smoothing = _validate.as_float(
+            label_smoothing, "label_smoothing", "CrossEntropyLoss", minimum=0, maximum=1
+        )
         self.ignore_index = ignore_index
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing = label_smoothing
 
     def forward(self, input: jax.Array, target: jax.Array) -> jax.Array:
         return F.cross_entropy(
@@ -141,8 +135,7 @@ class NLLLoss(_WeightedLoss):
         reduction: str = "mean",
     ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
-        _check_ignore_index(type(self).__name__, ignore_index)
-        self.ignore_index = ignore_index
+        self.ignore_index = _check_ignore_index(type(self).__name__, ignore_index)
 
     def forward(self, input: jax.Array, target: jax.Array) -> jax.Array:
         return F.nll_loss(
@@ -229,12 +222,9 @@ class SmoothL1Loss(_Loss):
         beta: float = 1.0,
     ) -> None:
         super().__init__(size_average, reduce, reduction)
-        if isinstance(beta, bool) or not isinstance(beta, int | float) or beta < 0:
-            raise ValueError(
-                f"SmoothL1Loss: beta must be a non-negative number, got {beta!r} "
-                "(beta=0 gives the L1 loss)"
-            )
-        self.beta = float(beta)
+        self.beta = _validate.as_float(
+            beta, "beta", "SmoothL1Loss", minimum=0, hint="beta=0 gives the L1 loss"
+        )
 
     def forward(self, input: jax.Array, target: jax.Array) -> jax.Array:
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)

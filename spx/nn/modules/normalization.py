@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -33,10 +34,10 @@ def _new(shape: tuple[int, ...], dtype: Any, device: Any) -> Parameter:
 
 
 def _shape_arg(owner: str, normalized_shape: Any) -> tuple[int, ...]:
-    if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
+    if _validate.is_int(normalized_shape):
         normalized_shape = (normalized_shape,)
     if not isinstance(normalized_shape, Sequence) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in normalized_shape
+        _validate.is_int(s) and s > 0 for s in normalized_shape
     ):
         raise TypeError(
             f"{owner}: normalized_shape must be a positive int or a sequence of positive ints "
@@ -44,7 +45,7 @@ def _shape_arg(owner: str, normalized_shape: Any) -> tuple[int, ...]:
         )
     if len(normalized_shape) == 0:
         raise ValueError(f"{owner}: normalized_shape must not be empty")
-    return tuple(normalized_shape)
+    return tuple(int(s) for s in normalized_shape)
 
 
 def _check_trailing(owner: str, x: Array, shape: tuple[int, ...]) -> None:
@@ -212,9 +213,8 @@ class GroupNorm(Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        for name, value in (("num_groups", num_groups), ("num_channels", num_channels)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"GroupNorm: {name} must be a positive int, got {value!r}")
+        num_groups = _validate.as_int(num_groups, "num_groups", "GroupNorm", minimum=1)
+        num_channels = _validate.as_int(num_channels, "num_channels", "GroupNorm", minimum=1)
         if num_channels % num_groups != 0:
             raise ValueError(
                 f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"

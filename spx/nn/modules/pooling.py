@@ -13,26 +13,33 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _validate
 from spx.nn import functional as F
 from spx.nn.module import Module
 
 _Size = int | tuple[int, ...]
 
 
-def _check_size(cls: str, name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    """Raise unless ``value`` is an int >= minimum or a 1- or 2-sequence of them."""
-    items = value if isinstance(value, Sequence) and not isinstance(value, str) else (value,)
+def _check_size(cls: str, name: str, value: Any, minimum: int, allow_none: bool = False) -> Any:
+    """``value`` (an int >= minimum or a 1- or 2-sequence of them) with plain Python ints.
 
-    def ok(v: Any) -> bool:
-        if v is None:
-            return allow_none
-        return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
-
-    if len(items) not in (1, 2) or not all(ok(v) for v in items):
-        extra = " (or None to keep that input size)" if allow_none else ""
+    The form is kept (an int stays an int, a tuple a tuple) so the repr matches torch's.
+    """
+    sequence = isinstance(value, Sequence) and not isinstance(value, str)
+    items = value if sequence else (value,)
+    extra = " (or None to keep that input size)" if allow_none else ""
+    if len(items) not in (1, 2):
         raise ValueError(
             f"{cls}: {name} must be an int >= {minimum}{extra} or a pair of them, got {value!r}"
         )
+    hint = f"pass an int >= {minimum}{extra} or a pair of them"
+    checked = [
+        None
+        if v is None and allow_none
+        else _validate.as_int(v, name, cls, minimum=minimum, hint=hint)
+        for v in items
+    ]
+    return type(value)(checked) if sequence else checked[0]
 
 
 def _pairs(value: _Size) -> tuple[int, int]:
@@ -88,11 +95,11 @@ class MaxPool2d(Module):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        _check_size(cls, "kernel_size", kernel_size, 1)
+        kernel_size = _check_size(cls, "kernel_size", kernel_size, 1)
         if stride is not None:
-            _check_size(cls, "stride", stride, 1)
-        _check_size(cls, "padding", padding, 0)
-        _check_size(cls, "dilation", dilation, 1)
+            stride = _check_size(cls, "stride", stride, 1)
+        padding = _check_size(cls, "padding", padding, 0)
+        dilation = _check_size(cls, "dilation", dilation, 1)
         _check_padding(cls, kernel_size, padding, dilation)
         _check_bool(cls, "ceil_mode", ceil_mode)
         if return_indices:
@@ -157,21 +164,16 @@ class AvgPool2d(Module):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        _check_size(cls, "kernel_size", kernel_size, 1)
+        kernel_size = _check_size(cls, "kernel_size", kernel_size, 1)
         if stride is not None:
-            _check_size(cls, "stride", stride, 1)
-        _check_size(cls, "padding", padding, 0)
+            stride = _check_size(cls, "stride", stride, 1)
+        padding = _check_size(cls, "padding", padding, 0)
         _check_padding(cls, kernel_size, padding)
         _check_bool(cls, "ceil_mode", ceil_mode)
         _check_bool(cls, "count_include_pad", count_include_pad)
-        if divisor_override is not None and (
-            isinstance(divisor_override, bool)
-            or not isinstance(divisor_override, int)
-            or divisor_override == 0
-        ):
-            raise ValueError(
-                f"{cls}: divisor_override must be a non-zero int or None, got {divisor_override!r}"
-            )
+        divisor_override = _validate.as_optional_int(divisor_override, "divisor_override", cls)
+        if divisor_override == 0:
+            raise ValueError(f"{cls}: divisor_override must be a non-zero int or None, got 0")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -216,8 +218,9 @@ class AdaptiveAvgPool2d(Module):
 
     def __init__(self, output_size: int | tuple[int | None, ...] | None) -> None:
         super().__init__()
-        _check_size(type(self).__name__, "output_size", output_size, 1, allow_none=True)
-        self.output_size = output_size
+        self.output_size = _check_size(
+            type(self).__name__, "output_size", output_size, 1, allow_none=True
+        )
 
     def forward(self, input: jax.Array) -> jax.Array:
         return F.adaptive_avg_pool2d(jnp.asarray(input), self.output_size)

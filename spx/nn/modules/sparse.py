@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _validate
 from spx._host import device_array
 from spx.nn import functional as F
 from spx.nn import init
@@ -15,11 +16,6 @@ from spx.nn.module import Module
 from spx.nn.parameter import Parameter
 
 Array = jax.Array
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"Embedding: {name} must be a non-negative int, got {value!r}")
 
 
 class Embedding(Module):
@@ -70,18 +66,14 @@ class Embedding(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        _positive_int("num_embeddings", num_embeddings)
-        _positive_int("embedding_dim", embedding_dim)
+        num_embeddings = _validate.as_int(num_embeddings, "num_embeddings", "Embedding", minimum=0)
+        embedding_dim = _validate.as_int(embedding_dim, "embedding_dim", "Embedding", minimum=0)
+        padding_idx = _validate.as_optional_int(
+            padding_idx, "padding_idx", "Embedding",
+            minimum=-num_embeddings, maximum=num_embeddings - 1,
+            hint=f"it must be within num_embeddings [-{num_embeddings}, {num_embeddings})",
+        )  # fmt: skip
         if padding_idx is not None:
-            if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
-                raise TypeError(
-                    f"Embedding: padding_idx must be an int or None, got {padding_idx!r}"
-                )
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(
-                    f"Embedding: padding_idx ({padding_idx}) must be within num_embeddings "
-                    f"[-{num_embeddings}, {num_embeddings})"
-                )
             padding_idx %= num_embeddings
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -124,8 +116,9 @@ class Embedding(Module):
             self.weight.data = self.weight.data.at[self.padding_idx].set(0)
 
     def forward(self, input: Array) -> Array:
+        weight = self._required_parameter("weight")
         return F.embedding(
-            input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+            input, weight, self.padding_idx, self.max_norm, self.norm_type,
             self.scale_grad_by_freq, self.sparse,
         )  # fmt: skip
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+from spx import _validate
 from spx.optim.lr_scheduler.base import LRScheduler, _check_optimizer, _format_param
 from spx.optim.optimizer import Optimizer
 
@@ -66,17 +67,18 @@ class OneCycleLR(LRScheduler):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         if total_steps is not None:
-            if not isinstance(total_steps, int) or total_steps <= 0:
+            # torch's wording, kept exactly; the int test is the shared one (numpy ints pass).
+            if not _validate.is_int(total_steps) or total_steps <= 0:
                 raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-            self.total_steps = total_steps
+            self.total_steps = int(total_steps)
         elif epochs is not None and steps_per_epoch is not None:
-            if not isinstance(epochs, int) or epochs <= 0:
+            if not _validate.is_int(epochs) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
-            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+            if not _validate.is_int(steps_per_epoch) or steps_per_epoch <= 0:
                 raise ValueError(
                     f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}"
                 )
-            self.total_steps = epochs * steps_per_epoch
+            self.total_steps = int(epochs) * int(steps_per_epoch)
         else:
             raise ValueError(
                 "You must define either total_steps OR (epochs AND steps_per_epoch), e.g. "

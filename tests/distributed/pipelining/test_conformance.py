@@ -20,8 +20,8 @@ import spx
 import spx.distributed as dist
 from spx import nn
 from spx.distributed.pipelining import PipelineStage, get_schedule_class
-from spx.distributed.pipelining._ir import _dump_csv
-from spx.distributed.pipelining._lowering import _lower_schedule
+from spx.distributed.pipelining.tables.csv_io import _dump_csv
+from spx.distributed.pipelining.tables.lowering import _lower_schedule
 from tests.distributed.pipelining._harness import (
     MB,
     assert_tree_close,

@@ -21,8 +21,8 @@ import pytest
 import spx
 from spx import nn
 from spx.distributed.pipelining import ScheduleInterleaved1F1B, ScheduleLoopedBFS
-from spx.distributed.pipelining._marker import SplitPoint, pipe_split
 from spx.distributed.pipelining.pipe import Pipe, pipeline
+from spx.distributed.pipelining.split.marker import SplitPoint, pipe_split
 
 _GPT_PATH = pathlib.Path(__file__).parents[3] / "examples" / "gpt.py"
 _spec = importlib.util.spec_from_file_location("_spx_example_gpt", _GPT_PATH)
@@ -77,7 +77,7 @@ class Marked(nn.Module):
         return self.c(h1 + h0) * 2.0 + x[:, :3]
 
 
-@pytest.mark.parametrize("module", ["_marker", "pipe"])
+@pytest.mark.parametrize("module", ["split.marker", "pipe"])
 def test_docstring_examples_run(module: str) -> None:
     mod = importlib.import_module(f"spx.distributed.pipelining.{module}")
     result = doctest.testmod(mod)

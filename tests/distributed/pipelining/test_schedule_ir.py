@@ -8,7 +8,8 @@ import io
 
 import pytest
 
-from spx.distributed.pipelining._ir import (
+from spx.distributed.pipelining.tables.csv_io import _dump_csv, _load_csv
+from spx.distributed.pipelining.tables.ir import (
     OVERLAP_F_B,
     REDUCE_GRAD,
     SEND_F,
@@ -18,12 +19,10 @@ from spx.distributed.pipelining._ir import (
     W,
     _Action,
     _ComputationType,
-    _dump_csv,
     _format_pipeline_order,
-    _load_csv,
 )
-from spx.distributed.pipelining._lowering import _lower_schedule
-from spx.distributed.pipelining._orders import dual_pipe_v_order, get_schedule_order
+from spx.distributed.pipelining.tables.lowering import _lower_schedule
+from spx.distributed.pipelining.tables.orders import dual_pipe_v_order, get_schedule_order
 
 OVERLAP_TEXT = "(0F3;3B1)OVERLAP_F_B"
 
@@ -207,10 +206,10 @@ def test_dump_csv_needs_ranks_zero_to_n():
 
 @pytest.mark.parametrize(
     "module",
-    ["_ir", "_orders_common", "_orders_single", "_orders_interleaved", "_orders_v", "_orders",
-     "_lowering", "_simulate"],
+    ["ir", "csv_io", "orders.common", "orders.single", "orders.interleaved", "orders.v",
+     "orders.registry", "lowering", "validate", "simulate"],
 )  # fmt: skip
 def test_docstring_examples_run(module):
-    mod = importlib.import_module(f"spx.distributed.pipelining.{module}")
+    mod = importlib.import_module(f"spx.distributed.pipelining.tables.{module}")
     result = doctest.testmod(mod)
     assert result.attempted > 0 and result.failed == 0

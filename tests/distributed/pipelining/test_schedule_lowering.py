@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from spx.distributed.pipelining._ir import (
+from spx.distributed.pipelining.tables.csv_io import _load_csv
+from spx.distributed.pipelining.tables.ir import (
     RECV_B,
     RECV_F,
     REDUCE_GRAD,
@@ -20,9 +21,8 @@ from spx.distributed.pipelining._ir import (
     I,
     W,
     _Action,
-    _load_csv,
 )
-from spx.distributed.pipelining._lowering import (
+from spx.distributed.pipelining.tables.lowering import (
     _add_reduce_grad,
     _add_send_recv,
     _add_unshard_reshard,
@@ -30,8 +30,8 @@ from spx.distributed.pipelining._lowering import (
     _lower_schedule,
     _strip_backward,
 )
-from spx.distributed.pipelining._orders import get_schedule_order, get_schedule_spec
-from spx.distributed.pipelining._simulate import _simulate, _validate_schedule
+from spx.distributed.pipelining.tables.orders import get_schedule_order, get_schedule_spec
+from spx.distributed.pipelining.tables.simulate import _simulate, _validate_schedule
 
 COMMS = (SEND_F, RECV_F, SEND_B, RECV_B)
 

@@ -10,9 +10,9 @@ import io
 
 import pytest
 
-from spx.distributed.pipelining._ir import _load_csv
-from spx.distributed.pipelining._lowering import _lower_schedule
-from spx.distributed.pipelining._orders import (
+from spx.distributed.pipelining.tables.csv_io import _load_csv
+from spx.distributed.pipelining.tables.lowering import _lower_schedule
+from spx.distributed.pipelining.tables.orders import (
     SCHEDULES,
     get_schedule_order,
     get_schedule_spec,
@@ -20,7 +20,7 @@ from spx.distributed.pipelining._orders import (
     stage_to_rank_loop,
     stage_to_rank_v,
 )
-from spx.distributed.pipelining._simulate import _simulate, _validate_schedule
+from spx.distributed.pipelining.tables.simulate import _simulate, _validate_schedule
 
 
 def table(csv_text: str) -> dict[int, list[str]]:

@@ -6,10 +6,10 @@ import io
 
 import pytest
 
-from spx.distributed.pipelining._ir import _load_csv
-from spx.distributed.pipelining._lowering import _lower_schedule
-from spx.distributed.pipelining._orders import get_schedule_order
-from spx.distributed.pipelining._simulate import (
+from spx.distributed.pipelining.tables.csv_io import _load_csv
+from spx.distributed.pipelining.tables.lowering import _lower_schedule
+from spx.distributed.pipelining.tables.orders import get_schedule_order
+from spx.distributed.pipelining.tables.simulate import (
     ScheduleDeadlockError,
     _simulate,
     _validate_schedule,

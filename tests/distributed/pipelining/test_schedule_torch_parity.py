@@ -17,14 +17,15 @@ import pytest
 torch = pytest.importorskip("torch")
 S = pytest.importorskip("torch.distributed.pipelining.schedules")
 
-from spx.distributed.pipelining._ir import _dump_csv, _format_pipeline_order, _load_csv  # noqa: E402
-from spx.distributed.pipelining._lowering import _add_reduce_grad, _lower_schedule  # noqa: E402
-from spx.distributed.pipelining._orders import (  # noqa: E402
+from spx.distributed.pipelining.tables.csv_io import _dump_csv, _load_csv  # noqa: E402
+from spx.distributed.pipelining.tables.ir import _format_pipeline_order  # noqa: E402
+from spx.distributed.pipelining.tables.lowering import _add_reduce_grad, _lower_schedule  # noqa: E402
+from spx.distributed.pipelining.tables.orders import (  # noqa: E402
     SCHEDULES,
     get_schedule_order,
     stage_to_rank_v,
 )
-from spx.distributed.pipelining._simulate import _simulate, _validate_schedule  # noqa: E402
+from spx.distributed.pipelining.tables.simulate import _simulate, _validate_schedule  # noqa: E402
 
 MULTI = {
     "Interleaved1F1B": S.ScheduleInterleaved1F1B,

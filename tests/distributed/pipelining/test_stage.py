@@ -8,6 +8,7 @@ raises a clear error; a rank whose forward raises makes ``spawn`` fail fast, nam
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -213,7 +214,12 @@ def test_exception_in_one_rank_fails_spawn_naming_it():
         run_ranks(in_group(_failing_rank), 2, [nn.Linear(4, 4), Boom()], timeout=60)
     elapsed = time.monotonic() - start
     assert err.value.error_index == 1
-    assert "Process 1" in str(err.value) and "boom in the forward of stage 1" in str(err.value)
+    msg = str(err.value)
+    assert "Process 1" in msg and "boom in the forward of stage 1" in msg
+    # The report names the rank, the step and the action, and marks that step in the grid of
+    # the table the rank executed (rank 1 first posts the receive of its input, then runs F).
+    assert "[Rank 1] pipeline schedule Schedule1F1B failed at step 1 running action 1F0" in msg
+    assert re.search(r"Step 1: 0SEND_F0 +1F0 +<-- ERROR HERE", msg), msg
     # Rank 0 is blocked in a receive; the failure must wake it, not a timeout.
     assert elapsed < 15, f"spawn took {elapsed:.1f} s to report the failure"
 

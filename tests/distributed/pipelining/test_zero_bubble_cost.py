@@ -13,7 +13,7 @@ import numpy as np
 
 import spx
 from spx import nn
-from spx.distributed.pipelining._programs import StagePrograms
+from spx.distributed.pipelining.runtime.programs import StagePrograms
 
 WIDTH, ROWS, LAYERS = 64, 16, 3
 
@@ -31,7 +31,7 @@ def test_backward_input_plus_weight_costs_one_backward():
     programs = _stage()
     train, frozen = programs.read_params()
     x = jax.random.normal(jax.random.key(1), (ROWS, WIDTH))
-    out, _, res, _, _ = programs.forward(train, frozen, [], jax.random.key(2), (x,), {}, None)
+    out, _, res, _, _ = programs.forward([], jax.random.key(2), (x,), {}, None)
     inputs = [x] if res.layout[2] else None
     saved = (res, inputs, [])
     grads_out = [jax.random.normal(jax.random.key(3), out.shape)]
@@ -59,9 +59,9 @@ def test_backward_input_plus_weight_costs_one_backward():
 def test_forward_residuals_do_not_copy_the_weights():
     """The weights a backward needs are passed back in, never stored per microbatch."""
     programs = _stage()
-    train, frozen = programs.read_params()
+    train, _ = programs.read_params()
     x = jax.random.normal(jax.random.key(1), (ROWS, WIDTH))
-    _, _, res, _, _ = programs.forward(train, frozen, [], jax.random.key(2), (x,), {}, None)
+    _, _, res, _, _ = programs.forward([], jax.random.key(2), (x,), {}, None)
     stored = sum(leaf.size for leaf in res.internal)
     weights = sum(p.size for p in train)
     assert stored < weights  # activations only, no weight copies

@@ -30,7 +30,27 @@ def twin_optimizers(name: str = "SGD", lrs: list[float] = LRS, **kwargs: Any) ->
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal up to float rounding, elementwise through lists and tuples."""
+    """Equal up to float rounding, recursively through lists, tuples and dicts.
+
+    ``pytest.approx`` refuses nested data (pytest >= 9.2), and scheduler state dicts nest dicts
+    in lists (OneCycleLR's ``_schedule_phases``), so the recursion is done here.
+    """
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        return (
+            isinstance(a, list | tuple)
+            and isinstance(b, list | tuple)
+            and len(a) == len(b)
+            and all(same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, bool | str | None) or isinstance(b, bool | str | None):
+        return a == b
     return a == pytest.approx(b, rel=1e-12, abs=1e-15)
 
 

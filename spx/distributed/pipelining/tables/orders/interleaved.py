@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ._ir import (
+from spx.distributed.pipelining.tables.ir import (
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
@@ -26,7 +26,11 @@ from ._ir import (
     _Action,
     _ComputationType,
 )
-from ._orders_common import check_microbatches, check_pp_size, stages_per_rank
+from spx.distributed.pipelining.tables.orders.common import (
+    check_microbatches,
+    check_pp_size,
+    stages_per_rank,
+)
 
 __all__ = ["interleaved_1f1b_order", "interleaved_zero_bubble_order", "looped_bfs_order"]
 

@@ -8,7 +8,7 @@ A stage runs five kinds of program, each one ``jax.jit`` executable on the stage
 * ``backward``  (B): cotangent of the outputs -> gradient of the inputs, and the weight
   gradients added into the stage's accumulators;
 * ``backward_input`` (I) and ``backward_weight`` (W): the two halves of B, split at the jaxpr
-  level (:mod:`._backward_split`) so that I + W do the work of B once;
+  level (:mod:`.backward_split`) so that I + W do the work of B once;
 * ``forward_eval``: the forward without residuals, for ``eval()`` and forward-only schedules.
 
 Parameters are read live at every step and bound into the module only while tracing (the same
@@ -28,7 +28,7 @@ import numpy as np
 
 from spx import random as spx_random
 from spx.compile.binding import Binding
-from spx.distributed.pipelining._backward_split import BackwardSplit, split_backward
+from spx.distributed.pipelining.runtime.backward_split import BackwardSplit, split_backward
 from spx.nn.module import Module
 
 
@@ -202,7 +202,13 @@ class StagePrograms:
 
     # -- state -------------------------------------------------------------------------------
     def read_params(self) -> tuple[list[jax.Array], list[jax.Array]]:
-        """Live (trainable, frozen) parameter values, also kept for this step's backwards."""
+        """Start a step: read the live (trainable, frozen) parameter values.
+
+        This object is the one owner of the values a step uses: every forward and backward of
+        the step reads them from here, so an optimizer step between two schedule steps changes
+        the next step and a step never mixes values from before and after an update.
+        Returns them too (benchmarks and tests call the raw programs with them).
+        """
         params = self.binding.params
         self._live = (
             [params[i].data for i in self.train_index],
@@ -323,18 +329,22 @@ class StagePrograms:
         return _add(acc, split.run_weight(w_inputs, bridge))
 
     # -- public calls ------------------------------------------------------------------------
-    def forward(self, train, frozen, buffers, key, args, kwargs, target, loss_kwargs=None):
-        """-> (output, loss or None, vjp residuals, new buffers, new key)."""
+    def forward(self, buffers, key, args, kwargs, target, loss_kwargs=None):
+        """F with this step's parameters: -> (output, loss or None, vjp residuals, new
+        buffers, new key)."""
         args, kwargs = _wrap_static((args, kwargs))
         target = _loss_inputs(target, loss_kwargs)
         leaves = jax.tree_util.tree_leaves(args)
         diff_mask = tuple(not self.is_first and _is_float(x) for x in leaves)
+        train, frozen = self._live
         return self._forward(train, frozen, buffers, key, args, (kwargs, target), diff_mask)
 
-    def forward_eval(self, train, frozen, buffers, key, args, kwargs, target, loss_kwargs=None):
-        """-> (output, loss or None, new buffers, new key); no residuals are kept."""
+    def forward_eval(self, buffers, key, args, kwargs, target, loss_kwargs=None):
+        """Forward with this step's parameters, no residuals: -> (output, loss or None, new
+        buffers, new key)."""
         args, kwargs = _wrap_static((args, kwargs))
         target = _loss_inputs(target, loss_kwargs)
+        train, frozen = self._live
         return self._forward_eval(train, frozen, buffers, key, args, (kwargs, target))
 
     def backward(self, saved, grads_out, acc):
@@ -357,9 +367,9 @@ class StagePrograms:
             res, self._live[0], self._live[1], inputs, buffers, grads_out, bridge, acc
         )
 
-    def zeros_like(self, values: list[jax.Array]) -> list[jax.Array]:
-        """Zeros shaped like ``values``, in one dispatch."""
-        return self._zeros(values)
+    def zero_accumulators(self) -> list[jax.Array]:
+        """Zeros shaped like this step's trainable parameters, in one dispatch."""
+        return self._zeros(self._live[0])
 
     def finish(self, params: list[Any], acc: list[jax.Array], scale: float | None) -> None:
         """``p.grad += scale * acc`` for every trainable parameter, in one dispatch."""

@@ -12,7 +12,7 @@ the other chunk's communication; executors run the two sub-actions in order.
 
 from __future__ import annotations
 
-from ._ir import (
+from spx.distributed.pipelining.tables.ir import (
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
@@ -22,7 +22,11 @@ from ._ir import (
     _Action,
     _ComputationType,
 )
-from ._orders_common import check_microbatches, check_pp_size, check_stages_per_rank
+from spx.distributed.pipelining.tables.orders.common import (
+    check_microbatches,
+    check_pp_size,
+    check_stages_per_rank,
+)
 
 __all__ = ["dual_pipe_v_order", "zbv_zero_bubble_order"]
 

@@ -4,7 +4,8 @@ Each generator is a pure function ``(pp_size, n_stages, n_microbatches) -> Pipel
 returning rank -> compute actions (``F``, ``B``, ``I``, ``W``, ``OVERLAP_F_B``) with ``None``
 for bubbles, and raising ``ValueError`` exactly where torch 2.13's schedule constructor
 rejects the configuration. The runtime lowers a table with
-``_lowering._lower_schedule`` (adds REDUCE_GRAD, UNSHARD/RESHARD and SEND/RECV) and executes it.
+``tables.lowering._lower_schedule`` (adds REDUCE_GRAD, UNSHARD/RESHARD and SEND/RECV) and
+executes it.
 
 Name (case-insensitive) -> generator, placement, stages per rank:
 
@@ -23,21 +24,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ._ir import PipelineOrder
-from ._orders_common import (
+from spx.distributed.pipelining.tables.ir import PipelineOrder
+from spx.distributed.pipelining.tables.orders.common import (
     PlacementStyle,
     placement,
     rank_to_stages,
     stage_to_rank_loop,
     stage_to_rank_v,
 )
-from ._orders_interleaved import (
+from spx.distributed.pipelining.tables.orders.interleaved import (
     interleaved_1f1b_order,
     interleaved_zero_bubble_order,
     looped_bfs_order,
 )
-from ._orders_single import forward_only_order, gpipe_order, one_f_one_b_order
-from ._orders_v import dual_pipe_v_order, zbv_zero_bubble_order
+from spx.distributed.pipelining.tables.orders.single import (
+    forward_only_order,
+    gpipe_order,
+    one_f_one_b_order,
+)
+from spx.distributed.pipelining.tables.orders.v import dual_pipe_v_order, zbv_zero_bubble_order
 
 __all__ = [
     "SCHEDULES",

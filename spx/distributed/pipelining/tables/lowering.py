@@ -1,4 +1,8 @@
-"""Lowering: turn a compute-only table into the table a runtime executes, as torch does.
+"""Lowering: turn a compute-only table into the table the runtime executes, as torch does.
+
+Every schedule lowers its table at construction (``pipeline_order_with_comms``, and the eval
+table) and :mod:`spx.distributed.pipelining.runtime.executor` runs the result: its SEND/RECV
+actions decide where each transfer starts and where each receive is posted.
 
 torch's ``_PipelineScheduleRuntime._prepare_schedule_with_comms`` lowers ``pipeline_order`` in
 three passes, reproduced here so that `_lower_schedule` equals torch's
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ._ir import (
+from spx.distributed.pipelining.tables.ir import (
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
     FORWARD,
@@ -37,7 +41,7 @@ from ._ir import (
     _Action,
     _format_pipeline_order,
 )
-from ._simulate import _validate_schedule
+from spx.distributed.pipelining.tables.simulate import _validate_schedule
 
 __all__ = [
     "_add_reduce_grad",
@@ -285,7 +289,7 @@ def _lower_schedule(
     ``unshard_reshard=False`` to skip the UNSHARD/RESHARD no-ops.
 
     Args:
-        pipeline_order: rank -> compute actions (None = bubble), e.g. from `_orders`.
+        pipeline_order: rank -> compute actions (None = bubble), e.g. from `tables.orders`.
         num_stages: total stages.
         n_microbatches: microbatches per step.
         forward_only: the table has no backward (eval / ForwardOnly).
@@ -299,7 +303,7 @@ def _lower_schedule(
         ValueError: the table fails `_validate_schedule`, or already contains SEND/RECV.
 
     Example:
-        >>> from ._orders import gpipe_order
+        >>> from spx.distributed.pipelining.tables.orders import gpipe_order
         >>> lowered = _lower_schedule(gpipe_order(2, 2, 1), 2, 1, unshard_reshard=False)
         >>> ",".join(str(a) for a in lowered[0])
         '0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD'

@@ -31,8 +31,8 @@ from jax.extend.core import DropVar, Jaxpr, Var
 
 from spx import random as spx_random
 from spx.compile.binding import Binding
-from spx.distributed.pipelining._backward_split import _inline
-from spx.distributed.pipelining._marker import (
+from spx.distributed.pipelining.runtime.backward_split import _inline
+from spx.distributed.pipelining.split.marker import (
     SplitPoint,
     check_no_nested_markers,
     pipe_split_p,

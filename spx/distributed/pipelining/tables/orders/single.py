@@ -20,8 +20,12 @@ timelines. Executors skip bubbles, so their placement never changes results.
 
 from __future__ import annotations
 
-from ._ir import FORWARD, FULL_BACKWARD, PipelineOrder, _Action
-from ._orders_common import check_microbatches, check_pp_size, check_stages_per_rank
+from spx.distributed.pipelining.tables.ir import FORWARD, FULL_BACKWARD, PipelineOrder, _Action
+from spx.distributed.pipelining.tables.orders.common import (
+    check_microbatches,
+    check_pp_size,
+    check_stages_per_rank,
+)
 
 __all__ = ["forward_only_order", "gpipe_order", "one_f_one_b_order"]
 

@@ -1,0 +1,152 @@
+"""spx's own transforms versus foreign ones: who may write traced values into spx state.
+
+torch-shaped code mutates state during a forward: BatchNorm assigns new running statistics,
+Dropout advances the rank's RNG key. spx's own transforms (``spx.compile``, ``spx.backward``,
+``spx.value_and_grad``, the pipeline stages) *bind* that state — they put tracers in, run the
+code, read the results out and write them back — so the mutation becomes part of the program.
+
+Under a plain ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` ("a foreign transform") nobody reads
+the state back: a traced key stored in the rank's generator breaks every later eager draw
+(``UnexpectedTracerError``) and makes every call reuse one mask; traced statistics assigned to a
+module the function closes over leak into it. Such writes are refused here with an error that
+shows the code that works.
+
+A module passed *as an argument* to a foreign transform is a traced copy (JAX unflattens it
+with tracer leaves). Updating its buffers is JAX's functional style — the function returns the
+module to hand the new buffers out (``jax.jit(lambda m, x: (m(x), m))``) — so it is allowed.
+Whether the copy is returned is only known once the trace is over, so a copy that is dropped
+with updates nobody received is reported then, with a ``RuntimeWarning`` that shows the fix.
+
+spx's transforms mark the thread while they run user code (:func:`binding`); a rank whose RNG
+key is itself a tracer is also inside a binding (the pipeline stages bind the key that way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+
+from spx import _context, _user_code
+from spx._tensor import graph
+from spx.nn import _pytree
+
+_WHY = (
+    "Under a plain jax.jit / jax.grad / jax.vmap nothing writes this state back: the update "
+    "would be lost, and the traced value would leak into spx's state."
+)
+
+MSG_RANDOM = (
+    "spx.random: a random draw (nn.Dropout in training mode, spx.randn, creating a layer) ran "
+    "inside a plain JAX transform (jax.jit, jax.vmap, jax.eval_shape, ...), which would store a "
+    "traced key in the rank's generator. " + _WHY + "\n"
+    "Wrong:\n"
+    "    loss = jax.jit(lambda m, x: m(x).sum())(model, x)      # Dropout in training mode\n"
+    "Right, any of:\n"
+    "    step = spx.compile(lambda m, x: m(x).sum())             # threads the key as state\n"
+    "    model.eval()                                             # no dropout, no draw\n"
+    "    F.dropout(x, p, training=True, key=key)                  # pass a key into the jit"
+)
+
+MSG_BUFFER = (
+    "{owner}.{name}: a traced value was assigned to this buffer inside a plain JAX transform "
+    "(jax.jit, jax.grad, jax.vmap, ...), e.g. BatchNorm updating its running statistics in "
+    "training mode. " + _WHY + "\n"
+    "Wrong:\n"
+    "    loss = jax.jit(lambda m, x: loss_fn(m(x)))(model, x)\n"
+    "Right, any of:\n"
+    "    step = spx.compile(train_step)   # the same code; the new buffers are written back\n"
+    "    spx.backward(lambda m: loss_fn(m(x)), model)   # eager gradients, buffers updated\n"
+    "    model.eval()                     # use the running statistics, update nothing"
+)
+
+MSG_DROPPED = (
+    "{owner} buffers {names} were updated inside a plain JAX transform (jax.jit, jax.grad, "
+    "jax.vmap, ...) on the traced copy of the module that was passed in, and the copy was "
+    "dropped: the update is lost (the module you passed still holds the old values).\n"
+    "Right, any of:\n"
+    "    step = spx.compile(train_step)    # the same code; the new buffers are written back\n"
+    "    out, model = jax.jit(lambda m, x: (m(x), m))(model, x)   # return the module\n"
+    "    model.eval()                      # use the running statistics, update nothing"
+)
+
+
+class _Pending:
+    """Buffers a foreign transform assigned on one traced copy, and whether it was handed on."""
+
+    __slots__ = ("delivered", "names", "owner", "where")
+
+    def __init__(self, owner: str, where: _user_code.Location | None) -> None:
+        self.owner = owner
+        self.where = where  # the user's line that ran the module, for the warning
+        self.names: list[str] = []
+        self.delivered = False
+
+
+def _report_dropped(pending: _Pending) -> None:
+    if pending.delivered:
+        return
+    message = MSG_DROPPED.format(owner=pending.owner, names=", ".join(dict.fromkeys(pending.names)))
+    where = pending.where
+    if where is None:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, RuntimeWarning, where.filename, where.lineno)
+
+
+@contextlib.contextmanager
+def binding() -> Iterator[None]:
+    """Mark the calling thread as running user code under one of spx's own transforms.
+
+    Example:
+        >>> with binding():
+        ...     assert is_binding()
+    """
+    # The depth lives in the Tensor engine's thread state, which reads it on hot paths.
+    state = graph.STATE
+    state.binding += 1
+    try:
+        yield
+    finally:
+        state.binding -= 1
+
+
+def is_binding() -> bool:
+    """Whether spx binds state right now: inside :func:`binding`, or with a traced RNG key."""
+    return graph.STATE.binding > 0 or isinstance(_context.current().key, jax.core.Tracer)
+
+
+def check_key(new_key: Any) -> None:
+    """Refuse to store a traced RNG key that no spx transform will read back."""
+    if isinstance(new_key, jax.core.Tracer) and not is_binding():
+        raise RuntimeError(MSG_RANDOM)
+
+
+def check_buffer(module: Any, name: str, value: Any) -> None:
+    """Refuse a traced buffer assignment that nobody will read back.
+
+    Args:
+        module: the Module whose buffer ``name`` is being assigned.
+        name: the buffer's name.
+        value: the new value.
+
+    Raises:
+        RuntimeError: a traced value assigned outside spx's transforms to a module that is not
+            a traced copy (one the jitted function closes over).
+    """
+    if not isinstance(value, jax.core.Tracer) or is_binding():
+        return
+    d = module.__dict__
+    owner = type(module).__name__
+    if not d.get(_pytree.TRACED_COPY):
+        raise RuntimeError(MSG_BUFFER.format(owner=owner, name=name))
+    pending = d.get(_pytree.PENDING)
+    if pending is None:
+        pending = d[_pytree.PENDING] = _Pending(owner, _user_code.from_stack(2))
+        weakref.finalize(module, _report_dropped, pending)
+    pending.delivered = False  # updated again after any earlier hand-off
+    pending.names.append(name)

@@ -1,0 +1,233 @@
+"""Executes one rank's lowered action list: the pipeline runtime.
+
+The schedule is data: the table the executor runs is the *lowered* one
+(:func:`spx.distributed.pipelining.tables.lowering._lower_schedule`, torch's
+``pipeline_order_with_comms``), whose SEND/RECV actions say where every transfer starts. For
+each action the loop does one thing:
+
+* F / B / I / W: take the stage's input (the user's microbatch on stage 0, a value a local stage
+  handed over, or the posted receive of that tag, waited on now), run the stage's compiled
+  program, and keep the result for the next local stage or for the SEND that follows;
+* SEND_F / SEND_B: start the transfer (never blocks);
+* RECV_F / RECV_B: post the receive (never blocks; the consumer waits);
+* UNSHARD / RESHARD / REDUCE_GRAD: FSDP bookkeeping in torch; spx stages hold whole parameters
+  and the schedule scales gradients after the step, so there is nothing to do.
+
+If an action raises, the error gets a report — the rank, the step, the action and the whole
+table as torch's step x rank grid with the failing step marked (torch's
+``_format_pipeline_order(..., error_step_number=...)``) — and the pipeline group is aborted, so
+the other ranks stop at their next transfer instead of waiting out the group's timeout.
+
+The loop is on the hot path: per action it does a dict lookup, one program call and at most one
+transfer, and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from spx.distributed.pipelining.runtime.transport import Transport
+from spx.distributed.pipelining.stage import PipelineStage, _as_tuple
+from spx.distributed.pipelining.tables.ir import (
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    FULL_BACKWARD,
+    RECV_B,
+    RECV_F,
+    SEND_B,
+    SEND_F,
+    _Action,
+    _format_pipeline_order,
+)
+
+_log = logging.getLogger("spx.distributed.pipelining")
+
+
+def failure_report(
+    schedule: str,
+    rank: int,
+    step: int,
+    action: _Action | None,
+    error: BaseException,
+    table: Mapping[int, Sequence[_Action | None]],
+) -> str:
+    """What a rank prints when an action of its table raised.
+
+    Args:
+        schedule: the schedule's class name.
+        rank: the failing rank (in the pipeline group).
+        step: index of the failing action in this rank's list.
+        action: the action that raised.
+        error: the exception.
+        table: the executed table of every rank (rank -> actions).
+
+    Returns:
+        A header naming the rank, step and action, then the grid with ``<-- ERROR HERE``.
+
+    Example:
+        >>> a = _Action.from_str("0F0")
+        >>> print(failure_report("ScheduleGPipe", 0, 0, a, ValueError("x"), {0: [a]}))
+        [Rank 0] pipeline schedule ScheduleGPipe failed at step 0 running action 0F0: ValueError: x
+        Full schedule (the table this rank executed, with comms):
+                Rank 0
+        Step 0: 0F0    <-- ERROR HERE
+        <BLANKLINE>
+    """
+    return (
+        f"[Rank {rank}] pipeline schedule {schedule} failed at step {step} running action "
+        f"{action}: {type(error).__name__}: {error}\n"
+        "Full schedule (the table this rank executed, with comms):\n"
+        + _format_pipeline_order(table, error_step_number=step)
+    )
+
+
+class RankRunner:
+    """Runs a rank's actions for one step.
+
+    Args:
+        stages: this rank's stages, by stage index.
+        stage_to_rank: group rank of every stage.
+        rank: this rank's index in the pipeline group.
+        transport: carries values to and from other ranks.
+        schedule: the schedule's class name (for failure reports).
+    """
+
+    def __init__(
+        self,
+        stages: dict[int, PipelineStage],
+        stage_to_rank: dict[int, int],
+        rank: int,
+        transport: Transport,
+        schedule: str = "",
+    ) -> None:
+        self.stages = stages
+        self.stage_to_rank = stage_to_rank
+        self.rank = rank
+        self.transport = transport
+        self.schedule = schedule
+        self.num_stages = len(stage_to_rank)
+        # Per-step state: values handed between local stages, posted receives, values waiting
+        # for their SEND. Keys: ("F", stage, mb) the input of stage, ("B", stage, mb) the
+        # gradient of stage's output.
+        self._local: dict[tuple, Any] = {}
+        self._posted: dict[tuple, Any] = {}
+        self._outbox: dict[tuple, Any] = {}
+
+    def run(
+        self,
+        table: Mapping[int, Sequence[_Action | None]],
+        args_mb: list[tuple],
+        kwargs_mb: list[dict],
+        target_mb: list[Any],
+        train: bool,
+        loss_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Execute this rank's list of the lowered ``table`` for one step.
+
+        Raises:
+            Exception: whatever an action raised, with the failure report attached as a note
+                (and logged); the pipeline group is aborted first.
+        """
+        actions = table[self.rank]
+        step = 0
+        action = None
+        try:
+            for step, action in enumerate(actions):  # noqa: B007 - the report reads step
+                if action is not None:
+                    self._run_action(action, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
+        except Exception as e:
+            report = failure_report(self.schedule, self.rank, step, action, e, table)
+            _log.error("%s", report)
+            e.add_note(report)
+            self.transport.abort(
+                f"pipeline rank {self.rank} failed at step {step} ({action}): "
+                f"{type(e).__name__}: {e}"
+            )
+            raise
+        finally:
+            self._local.clear()
+            self._posted.clear()
+            self._outbox.clear()
+
+    def _take(self, tag: tuple) -> Any:
+        value = self._local.pop(tag, _MISSING)
+        if value is not _MISSING:
+            return value
+        handle = self._posted.pop(tag, None)
+        if handle is None:
+            raise RuntimeError(
+                f"rank {self.rank} needs {tag[0]} input of stage {tag[1]} microbatch {tag[2]}, "
+                "but no local stage produced it and no RECV for it was posted earlier; the "
+                "table is missing a RECV (lower compute-only tables with _lower_schedule)"
+            )
+        return handle.wait()
+
+    def _hand_over(self, tag: tuple, value: Any) -> None:
+        if self.stage_to_rank[tag[1]] == self.rank:
+            self._local[tag] = value
+        else:
+            self._outbox[tag] = value
+
+    def _run_action(
+        self,
+        a: _Action,
+        args_mb: list[tuple],
+        kwargs_mb: list[dict],
+        target_mb: list[Any],
+        train: bool,
+        loss_kwargs: dict[str, Any] | None,
+    ) -> None:
+        for leaf in a.leaves():
+            kind = leaf.computation_type
+            s = leaf.stage_index
+            mb = leaf.microbatch_index
+            if kind is FORWARD:
+                stage = self._stage(leaf)
+                if s == 0:
+                    args, kwargs = args_mb[mb], kwargs_mb[mb]
+                else:
+                    args, kwargs = _as_tuple(self._take(("F", s, mb))), {}
+                if s == self.num_stages - 1:
+                    stage.forward_one_chunk(mb, args, kwargs, target_mb[mb], train, loss_kwargs)
+                else:
+                    out = stage.forward_one_chunk(mb, args, kwargs, None, train)
+                    self._hand_over(("F", s + 1, mb), out)
+            elif kind is FULL_BACKWARD or kind is BACKWARD_INPUT:
+                stage = self._stage(leaf)
+                grads = None if s == self.num_stages - 1 else self._take(("B", s, mb))
+                if kind is FULL_BACKWARD:
+                    g_in = stage.backward_one_chunk(mb, grads)
+                else:
+                    g_in = stage.backward_input_one_chunk(mb, grads)
+                if s != 0:
+                    self._hand_over(("B", s - 1, mb), g_in)
+            elif kind is BACKWARD_WEIGHT:
+                self._stage(leaf).backward_weight_one_chunk(mb)
+            elif kind is SEND_F:
+                tag = ("F", s + 1, mb)
+                self.transport.send(self._outbox.pop(tag), self.stage_to_rank[s + 1], tag)
+            elif kind is SEND_B:
+                tag = ("B", s - 1, mb)
+                self.transport.send(self._outbox.pop(tag), self.stage_to_rank[s - 1], tag)
+            elif kind is RECV_F:
+                tag = ("F", s, mb)
+                self._posted[tag] = self.transport.post_recv(self.stage_to_rank[s - 1], tag)
+            elif kind is RECV_B:
+                tag = ("B", s, mb)
+                self._posted[tag] = self.transport.post_recv(self.stage_to_rank[s + 1], tag)
+            # UNSHARD / RESHARD / REDUCE_GRAD: nothing to do (see the module docstring).
+
+    def _stage(self, a: _Action) -> PipelineStage:
+        stage = self.stages.get(a.stage_index)
+        if stage is None:
+            raise RuntimeError(
+                f"Rank {self.rank} was given action {a} for stage {a.stage_index}, which it "
+                f"does not hold (it holds stages {sorted(self.stages)})"
+            )
+        return stage
+
+
+_MISSING = object()

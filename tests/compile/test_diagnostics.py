@@ -1,0 +1,135 @@
+"""spx.compile's messages for what a trace cannot keep: data-dependent Python (named at the
+user's line, with the fix), values collected in a list, and recompiles on new shapes."""
+
+import inspect
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+
+X = jnp.ones((4, 3))
+
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _model_and_opt():
+    model = nn.Linear(3, 1)
+    return model, spx.optim.SGD(model.parameters(), lr=0.1)
+
+
+def test_branch_on_a_traced_loss_names_the_users_line_and_the_fix():
+    model, opt = _model_and_opt()
+
+    def step(model, opt, x):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: (m(x) ** 2).mean(), model)
+        if loss > 1:
+            loss = loss * 2
+        opt.step()
+        return loss
+
+    line = _line_of(step, "if loss > 1:")
+    # Before: "Attempted boolean conversion ... pure at spx/compile/compiled.py ...".
+    with pytest.raises(TypeError) as info:
+        spx.compile(step)(model, opt, X)
+    message = str(info.value)
+    assert f'"{__file__}", line {line}, in step' in message
+    assert "if loss > 1:" in message
+    assert "jnp.where" in message and "jax.lax.cond" in message
+    assert "compiled.py" not in message
+
+
+def test_float_of_a_traced_value_says_to_convert_after_the_call():
+    model, _ = _model_and_opt()
+
+    def step(model, x):
+        loss = model(x).sum()
+        print(float(loss))
+        return loss
+
+    with pytest.raises(TypeError, match=r"(?s)line \d+, in step\n    print\(float\(loss\)\).*"
+                       r"convert it after the call"):  # fmt: skip
+        spx.compile(step)(model, X)
+
+
+def test_boolean_mask_indexing_names_the_line_and_fixed_shape_alternatives():
+    model, _ = _model_and_opt()
+
+    def step(model, x):
+        y = model(x)
+        return y[y > 0].sum()
+
+    with pytest.raises(IndexError, match=r"(?s)return y\[y > 0\]\.sum\(\).*jnp\.where"):
+        spx.compile(step)(model, X)
+
+
+_history = []
+
+
+def test_a_list_filled_inside_the_step_is_reported_on_the_first_call():
+    model, opt = _model_and_opt()
+    _history.clear()
+
+    @spx.compile
+    def step(model, opt, x):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: (m(x) ** 2).mean(), model)
+        opt.step()
+        _history.append(loss)
+        return loss
+
+    with pytest.warns(UserWarning, match=r"(?s)'_history' \(a global.*append\(float\(loss\)\)"):
+        step(model, opt, X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            step(model, opt, X)  # no new trace, no new warning
+    # What the warning says: placeholders from the traces, never a value per call.
+    assert all(isinstance(v, jax.core.Tracer) for v in _history)
+
+
+def test_a_closure_list_is_reported_too():
+    model, _ = _model_and_opt()
+    seen = []
+
+    def step(model, x):
+        out = model(x)
+        seen.append({"out": out})
+        return out.sum()
+
+    with pytest.warns(UserWarning, match=r"'seen' \(a variable the step closes over\)"):
+        spx.compile(step)(model, X)
+
+
+def test_recompiles_past_the_limit_warn_once_naming_the_argument():
+    model, opt = _model_and_opt()
+
+    @spx.compile
+    def step(model, opt, batch):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: (m(batch) ** 2).mean(), model)
+        opt.step()
+        return loss
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in range(1, 8):  # a handful of shapes is fine
+            step(model, opt, jnp.ones((n, 3)))
+    with pytest.warns(RuntimeWarning, match=r"batch: float32\[8,3\] -> float32\[9,3\]") as w:
+        step(model, opt, jnp.ones((8, 3)))
+        step(model, opt, jnp.ones((9, 3)))
+    assert "9 different argument signatures" in str(w[0].message)
+    assert w[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step(model, opt, jnp.ones((10, 3)))  # said once
+    assert step.signatures.count == 10
+    np.testing.assert_array_equal(np.asarray(model.weight.shape), (1, 3))

@@ -1,0 +1,153 @@
+"""Failures: restarts with the count visible, the root-cause report, and exit code 1."""
+
+import json
+import os
+import re
+from pathlib import Path
+
+from tests.distributed.elastic._helpers import SPX_RUN, free_ports, run, script
+
+
+def _flags(*extra: str) -> list[str]:
+    return ["--master-port", str(free_ports()), "--shutdown-timeout", "5", *extra]
+
+
+def test_restart_after_an_injected_failure_raises_the_restart_count(tmp_path):
+    script(
+        tmp_path,
+        "flaky.py",
+        """
+        import os, sys
+        attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+        rank = os.environ["RANK"]
+        with open(f"seen.{rank}", "a") as f:
+            f.write(f"{attempt} {os.environ['TORCHELASTIC_MAX_RESTARTS']}\\n")
+        if rank == "1" and attempt < 2:
+            sys.exit(3)  # fails twice, then succeeds
+        """,
+    )
+    proc = run(
+        [*SPX_RUN, *_flags("--nproc-per-node", "2", "--max-restarts", "3"), "flaky.py"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for rank in (0, 1):
+        lines = (tmp_path / f"seen.{rank}").read_text().split("\n")
+        assert lines[:3] == ["0 3", "1 3", "2 3"], lines  # the whole group restarted each time
+    assert proc.stderr.count("Worker group FAILED") == 2
+    assert "3/3 attempts left" in proc.stderr and "2/3 attempts left" in proc.stderr
+
+
+def test_no_restarts_left_gives_the_root_cause_report_and_exit_code_1(tmp_path):
+    script(
+        tmp_path,
+        "boom.py",
+        """
+        import os, time
+        import spx  # its exception hook writes the error file: no @record needed
+        if os.environ["RANK"] == "1":
+            def inner():
+                raise ValueError("boom at rank 1")
+            inner()
+        time.sleep(60)  # rank 0 waits: spx-run must stop it
+        """,
+    )
+    proc = run(
+        [*SPX_RUN, *_flags("--nproc-per-node", "2", "--max-restarts", "1"), "boom.py"],
+        cwd=tmp_path,
+        timeout=90,
+    )
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert "boom.py FAILED" in err
+    root = err.split("Root Cause (first observed failure):")[1]
+    assert re.search(r"rank\s+: 1 \(local_rank: 1\)", root)
+    assert re.search(r"exitcode\s+: 1 \(pid: \d+\)", root)
+    assert re.search(r"time\s+: \d{4}-\d\d-\d\d_\d\d:\d\d:\d\d", root)
+    assert re.search(r"host\s+: \S+", root)
+    assert "attempt_1/1/error.json" in root  # the second attempt's file
+    assert 'raise ValueError("boom at rank 1")' in root and "in inner" in root
+    assert "ValueError: boom at rank 1" in root
+    # The other worker is listed as stopped by spx-run.
+    others = err.split("Failures:")[1].split("Root Cause")[0]
+    assert re.search(r"rank\s+: 0 .*\n.*exitcode\s+: -15 .*\(SIGTERM\)", others)
+    # The error file is torch's format.
+    path = re.search(r"error_file: (\S+)", root).group(1)
+    data = json.loads(Path(path).read_text())
+    assert data["message"]["message"] == "ValueError: boom at rank 1"
+    assert "py_callstack" in data["message"]["extraInfo"]
+
+
+def test_record_decorator_fills_the_report_without_importing_spx_first(tmp_path):
+    script(
+        tmp_path,
+        "rec.py",
+        """
+        from spx.distributed.elastic.multiprocessing.errors import record
+
+        @record
+        def main():
+            raise KeyError("missing key")
+
+        main()
+        """,
+    )
+    proc = run([*SPX_RUN, *_flags(), "rec.py"], cwd=tmp_path)
+    assert proc.returncode == 1
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert "KeyError: 'missing key'" in root and "in main" in root
+
+
+def test_a_failure_without_error_file_reports_exit_code_and_stderr_tail(tmp_path):
+    prog = script(
+        tmp_path,
+        "prog.sh",
+        """\
+        #!/bin/sh
+        echo "line one of the last words" >&2
+        echo "the very last words of rank $RANK" >&2
+        exit 7
+        """,
+    )
+    prog.chmod(0o755)
+    proc = run([*SPX_RUN, *_flags("--no-python"), str(prog)], cwd=tmp_path)
+    assert proc.returncode == 1
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert re.search(r"exitcode\s+: 7 ", root)
+    assert "error_file: <N/A>" in root
+    assert "the very last words of rank 0" in root and "line one" in root
+    # The worker's stderr also reached the console unchanged (passed through, not swallowed).
+    assert proc.stderr.index("the very last words") < proc.stderr.index("Root Cause")
+
+
+def test_a_worker_killed_by_a_signal_is_reported_with_the_signal(tmp_path):
+    script(tmp_path, "kill9.py", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = run([*SPX_RUN, *_flags(), "kill9.py"], cwd=tmp_path)
+    assert proc.returncode == 1
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert "exitcode  : -9" in root and "(SIGKILL)" in root
+    assert "Signal 9 (SIGKILL) received by PID" in root
+
+
+def test_success_exits_0_and_removes_its_temporary_log_dir(tmp_path):
+    script(tmp_path, "ok.py", "import os\nprint(os.environ['TORCHELASTIC_ERROR_FILE'])\n")
+    proc = run([*SPX_RUN, *_flags("--nproc-per-node", "2"), "ok.py"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    paths = proc.stdout.split()
+    assert len(paths) == 2 and all(p.startswith("/") for p in paths)
+    root = paths[0].split("/none_")[0]
+    assert not os.path.exists(root)  # the temporary root spx-run made is gone
+
+
+def test_run_path_runs_the_script_in_a_python_spx_starts_and_records_the_failure(tmp_path):
+    script(tmp_path, "rp.py", "import sys\nraise RuntimeError('via run_path ' + sys.argv[1])\n")
+    proc = run([*SPX_RUN, *_flags("--run-path"), "rp.py", "arg1"], cwd=tmp_path)
+    assert proc.returncode == 1
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert "RuntimeError: via run_path arg1" in root and "error.json" in root
+
+
+def test_a_program_that_cannot_start_is_a_clear_error(tmp_path):
+    proc = run([*SPX_RUN, *_flags("--no-python"), "./no-such-program"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "could not start local rank 0" in proc.stderr and "Traceback" not in proc.stderr

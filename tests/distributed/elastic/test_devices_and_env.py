@@ -1,0 +1,127 @@
+"""GPU counting without JAX, --nproc-per-node words, device ids per worker, rank assignment."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from spx.distributed.elastic import devices
+from spx.distributed.elastic.worker_env import (
+    GroupInfo,
+    NodeInfo,
+    assign_worker_ranks,
+    substitute_local_rank,
+    worker_env,
+)
+from tests.distributed.elastic._helpers import SPX_RUN, clean_env, free_ports, run, script
+
+FAKE_SMI = """#!/bin/sh
+[ "$1" = "-L" ] || exit 2
+echo "GPU 0: NVIDIA H200 (UUID: GPU-aaaa)"
+echo "  MIG 1g.18gb     Device  0: (UUID: MIG-bbbb)"
+echo "GPU 1: NVIDIA H200 (UUID: GPU-cccc)"
+echo "GPU 2: NVIDIA H200 (UUID: GPU-dddd)"
+echo "GPU 3: NVIDIA H200 (UUID: GPU-eeee)"
+"""
+
+
+@pytest.fixture
+def fake_gpus(tmp_path, monkeypatch):
+    """A fake ``nvidia-smi`` listing 4 GPUs first on PATH (this machine has none)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    path = f"{bindir}:{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return path
+
+
+def test_gpus_are_counted_from_nvidia_smi_and_narrowed_by_cuda_visible_devices(
+    fake_gpus, monkeypatch
+):
+    assert devices.count_gpus() == 4  # MIG lines are not GPUs
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert devices.count_gpus() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,-1,3")  # CUDA stops at an invalid entry
+    assert devices.count_gpus() == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert devices.count_gpus() == 0
+
+
+def test_nproc_words(fake_gpus, monkeypatch):
+    assert devices.determine_local_world_size("gpu") == 4
+    assert devices.determine_local_world_size("auto") == 4
+    assert devices.determine_local_world_size("cpu") == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ValueError, match="no NVIDIA GPU found on this node"):
+        devices.determine_local_world_size("gpu")
+    assert devices.determine_local_world_size("auto") == len(os.sched_getaffinity(0))
+
+
+def test_local_device_ids_split_gpus_evenly():
+    assert [devices.local_device_ids(r, 2, 4) for r in range(2)] == [[0, 1], [2, 3]]
+    assert [devices.local_device_ids(r, 4, 4) for r in range(4)] == [[0], [1], [2], [3]]
+    assert [devices.local_device_ids(r, 3, 2) for r in range(3)] == [[0], [1], [0]]
+    assert devices.local_device_ids(0, 2, 0) is None
+
+
+def test_workers_get_their_device_ids(tmp_path, fake_gpus):
+    script(
+        tmp_path,
+        "d.py",
+        "import json, os\n"
+        "json.dump({k: os.environ.get(k) for k in ('SPX_LOCAL_DEVICE_IDS', 'LOCAL_RANK', "
+        "'CUDA_VISIBLE_DEVICES')}, open('d.' + os.environ['RANK'], 'w'))\n",
+    )
+    env = clean_env(PATH=fake_gpus)
+    port = str(free_ports())
+    proc = run(
+        [*SPX_RUN, "--nproc-per-node", "gpu", "--master-port", port, "d.py"], cwd=tmp_path, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(4)]
+    assert [g["SPX_LOCAL_DEVICE_IDS"] for g in got] == ["0", "1", "2", "3"]
+    assert all(g["CUDA_VISIBLE_DEVICES"] is None for g in got)  # as torchrun: not narrowed
+    # --virtual-local-rank: one GPU per worker, seen as device 0.
+    proc = run(
+        [*SPX_RUN, "--nproc-per-node", "2", "--virtual-local-rank", "--master-port", port, "d.py"],
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(2)]
+    assert [
+        (g["LOCAL_RANK"], g["CUDA_VISIBLE_DEVICES"], g["SPX_LOCAL_DEVICE_IDS"]) for g in got
+    ] == [
+        ("0", "0", "0"),
+        ("0", "1", "0"),
+    ]
+
+
+def test_no_device_ids_on_a_cpu_node():
+    group = GroupInfo("default", 2, 0, 1, "127.0.0.1", 29500, 0, 0, "none")
+    env = worker_env(assign_worker_ranks([NodeInfo("default", 2)], 0)[1], group, {})
+    assert "SPX_LOCAL_DEVICE_IDS" not in env and env["JAX_NUM_CPU_DEVICES"] == "1"
+
+
+def test_rank_assignment_matches_torchs_for_mixed_nodes():
+    """Nodes of different sizes and roles: torch's cumulative-sum algorithm."""
+    nodes = [NodeInfo("trainer", 2), NodeInfo("reader", 3), NodeInfo("trainer", 1)]
+    w = assign_worker_ranks(nodes, 2)
+    assert [(x.global_rank, x.role_rank, x.world_size, x.role_world_size) for x in w] == [
+        (5, 2, 6, 3)
+    ]
+    w = assign_worker_ranks(nodes, 1)
+    assert [(x.global_rank, x.role_rank) for x in w] == [(2, 0), (3, 1), (4, 2)]
+
+
+def test_local_rank_macro():
+    assert substitute_local_rank(["--local-rank=${local_rank}", "$local_rank", "x"], 3) == [
+        "--local-rank=3",
+        "3",
+        "x",
+    ]
