@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
+from jax._src.core import trace_state_clean
 
 from spx import _context, _user_code
 from spx._tensor import graph
@@ -61,6 +62,18 @@ MSG_BUFFER = (
     "Right, any of:\n"
     "    step = spx.compile(train_step)   # the same code; the new buffers are written back\n"
     "    spx.backward(lambda m: loss_fn(m(x)), model)   # eager gradients, buffers updated\n"
+    "    model.eval()                     # use the running statistics, update nothing"
+)
+
+MSG_INPLACE = (
+    "An in-place write ({what}) into a tensor that exists outside the transformation ran inside a "
+    "plain JAX transform (jax.jit, jax.grad, jax.vmap, ...), e.g. BatchNorm updating its running "
+    "statistics or an optimizer step. " + _WHY + "\n"
+    "Wrong:\n"
+    "    loss = jax.jit(lambda x: loss_fn(model(x)))(x)      # model closed over, BatchNorm\n"
+    "Right, any of:\n"
+    "    step = spx.compile(train_step)   # the same code; the updates are written back\n"
+    "    loss = loss_fn(model(x)); loss.backward()   # eager: runs as compiled programs anyway\n"
     "    model.eval()                     # use the running statistics, update nothing"
 )
 
@@ -126,6 +139,17 @@ def check_key(new_key: Any) -> None:
         raise RuntimeError(MSG_RANDOM)
 
 
+def _traced(value: Any) -> bool:
+    """A tracer, or a Tensor whose value is (or will be computed as) one under a transform."""
+    if isinstance(value, jax.core.Tracer):
+        return True
+    if not hasattr(value, "_ref") or trace_state_clean():
+        return False
+    s = value._cur()
+    values = s.node.values
+    return values is None or isinstance(values[s.idx], jax.core.Tracer)
+
+
 def check_buffer(module: Any, name: str, value: Any) -> None:
     """Refuse a traced buffer assignment that nobody will read back.
 
@@ -138,7 +162,7 @@ def check_buffer(module: Any, name: str, value: Any) -> None:
         RuntimeError: a traced value assigned outside spx's transforms to a module that is not
             a traced copy (one the jitted function closes over).
     """
-    if not isinstance(value, jax.core.Tracer) or is_binding():
+    if not _traced(value) or is_binding():
         return
     d = module.__dict__
     owner = type(module).__name__

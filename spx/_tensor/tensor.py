@@ -36,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax._src.core import trace_state_clean as _trace_state_clean
+
 from spx._tensor import graph, program
 from spx._tensor.dispatch import apply, new_storage
 from spx._tensor.graph import LEAF, Node, Storage, value_node
@@ -221,6 +223,8 @@ class Tensor(
 
     # -- writing -----------------------------------------------------------------------------
     def _check_inplace(self) -> None:
+        if not graph.STATE.binding and not _trace_state_clean():
+            self._check_foreign_write()
         if not graph.STATE.grad_enabled:
             return
         if self._rg and self.is_leaf:
@@ -228,6 +232,20 @@ class Tensor(
         view = self._view
         if view is not None and view.base._rg and view.base.is_leaf:
             raise RuntimeError(_VIEW_OF_LEAF_INPLACE)
+
+    def _check_foreign_write(self) -> None:
+        """Refuse an in-place write into a concrete tensor under a plain JAX transform.
+
+        The written value would be traced: stored into a tensor that outlives the trace (a
+        module's buffer, a parameter closed over by ``jax.jit``) it leaks a tracer, and the
+        update is lost. Tensors created inside the transformation hold tracers and are fine.
+        """
+        target = self if self._view is None else self._view.base
+        values = target._s.node.values
+        if values is not None and not isinstance(values[target._s.idx], jax.core.Tracer):
+            from spx._transforms import MSG_INPLACE
+
+            raise RuntimeError(MSG_INPLACE.format(what=target._describe()))
 
     def _assign(self, new: Tensor) -> Tensor:
         """Make ``new``'s value this tensor's value (in place; through the base for a view)."""
