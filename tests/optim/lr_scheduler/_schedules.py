@@ -30,7 +30,21 @@ def twin_optimizers(name: str = "SGD", lrs: list[float] = LRS, **kwargs: Any) ->
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal up to float rounding, elementwise through lists and tuples."""
+    """Equal up to float rounding, elementwise through dicts, lists and tuples.
+
+    pytest.approx refuses nested containers (OneCycleLR's ``_schedule_phases`` is a list of
+    dicts), so containers are walked here and only the leaves are compared with approx.
+    """
+    if isinstance(b, dict):
+        return isinstance(a, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in b)
+    if isinstance(b, list | tuple):
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(b, str | bool) or b is None:
+        return a == b
     return a == pytest.approx(b, rel=1e-12, abs=1e-15)
 
 
