@@ -14,7 +14,7 @@ records no autograd history, and ``jnp`` functions may be used freely:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -22,8 +22,8 @@ import jax.numpy as jnp
 
 from spx import random as spx_random
 from spx._tensor import graph
-from spx._tensor.graph import Storage, value_node
 from spx._tensor.grad_mode import no_grad as _no_grad_mode
+from spx._tensor.graph import Storage, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile.binding import (
     Binding,
