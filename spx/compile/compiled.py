@@ -6,7 +6,8 @@ mutates them::
     @spx.compile
     def train_step(model, opt, x, y):
         opt.zero_grad()
-        loss = spx.backward(lambda m: F.cross_entropy(m(x), y), model)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()  # or: loss = spx.backward(lambda m: F.cross_entropy(m(x), y), model)
         opt.step()
         return loss
 
@@ -449,10 +450,15 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
     """Compile a torch-style step (forward, backward, optimizer update) into one program.
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,
-    including lists and dicts), arrays, Python floats (traced) and other hashable values (static:
-    a new value recompiles). It may call ``opt.zero_grad()``, :func:`spx.backward`,
-    ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and draw randomness; all of
-    that state is written back into the objects after each call. It returns arrays.
+    including lists and dicts), Tensors and arrays, Python floats (traced) and other hashable
+    values (static: a new value recompiles). A leaf Tensor that requires grad is state, like a
+    Parameter; other Tensors are inputs, and in-place writes to them (``total.add_(loss)``) are
+    written back to the caller's tensor, as in torch. A Tensor argument with autograd history
+    (computed outside from tensors that require grad) is refused: gradients can't leave the
+    program through it. The function may call ``opt.zero_grad()``, ``loss.backward()`` or
+    :func:`spx.backward`, ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and
+    draw randomness; all of that state is written back into the objects after each call. It
+    returns Tensors.
 
     Every array that survives the step is an output of the program. As in torch, ``p.grad``
     holds the step's gradients afterwards; a step that ends with ``opt.zero_grad()`` keeps none
@@ -461,25 +467,27 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
 
     Args:
         fn: the step function.
-        donate: donate the replaced state buffers to XLA (default). Arrays you kept from before
-            the call (``w = model.fc.weight.data``) are then invalid afterwards — read them
-            again from the module, as torch's in-place updates would show the new values.
+        donate: donate the replaced state buffers to XLA (default). Tensors keep working as in
+            torch (``model.fc.weight.data`` and ``state_dict()`` values show the new values,
+            values recorded before the call are computed first); raw ``jax.Array`` values taken
+            out of a parameter (``jnp.asarray(w.detach())``) are deleted by the call.
 
     Returns:
         A callable with the same signature; ``.trace_count`` tells how many programs were
         traced.
 
     Example:
-        >>> import spx, jax.numpy as jnp
+        >>> import spx
         >>> model = spx.nn.Linear(3, 1)
         >>> opt = spx.optim.SGD(model.parameters(), lr=0.1)
         >>> @spx.compile
         ... def step(model, opt, x):
         ...     opt.zero_grad()
-        ...     loss = spx.backward(lambda m: (m(x) ** 2).mean(), model)
+        ...     loss = (model(x) ** 2).mean()
+        ...     loss.backward()
         ...     opt.step()
         ...     return loss
-        >>> loss = step(model, opt, jnp.ones((4, 3)))
+        >>> loss = step(model, opt, spx.ones(4, 3))
     """
     if fn is None:
         return functools.partial(compile, donate=donate)
