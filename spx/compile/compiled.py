@@ -195,7 +195,13 @@ class CompiledFunction:
             treedef,
             kinds,
             tuple(static_leaves),
-            tuple(jax.tree_util.tree_structure(x) for x in stateful if isinstance(x, Module)),
+            # Tensors as leaves: the key must not compute (or, for a lazy parameter, fail to
+            # read) their values, whether or not a Tensor subclass is a pytree node.
+            tuple(
+                jax.tree_util.tree_structure(x, is_leaf=_is_tensor)
+                for x in stateful
+                if isinstance(x, Module)
+            ),
             tuple(
                 (type(o), tuple(o._static_and_dynamic(g)[0] for g in o.param_groups))
                 for o in binding.optimizers
@@ -426,6 +432,10 @@ def _write_arguments(dyn: list[Any], positions: tuple[int, ...], values: list[An
         else:  # a view: the write goes through to its base, as the step's write did
             with no_grad():
                 t.copy_(Tensor._of(value))
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
 
 
 def _plain_numbers(values: list[Any]) -> bool:
