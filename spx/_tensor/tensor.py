@@ -35,7 +35,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jax._src.core import trace_state_clean as _trace_state_clean
 
 from spx._tensor import graph, program

@@ -78,15 +78,15 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         >>> model = spx.nn.Linear(3, 1)
         >>> loss = spx.backward(lambda m: (m(jnp.ones((4, 3))) ** 2).mean(), model)
         >>> model.weight.grad.shape
-        (1, 3)
+        spx.Size([1, 3])
     """
     leaves, _ = flatten_args((args, kwargs))
     roots = [x for x in leaves if is_stateful(x)]
     if not roots:
         raise ValueError(
-            "spx.backward found no Module, Parameter or Optimizer among the arguments, so there "
-            "is nothing to differentiate. Pass the model: spx.backward(lambda m: loss_fn(m(x), "
-            "y), model)"
+            "spx.backward found no Module, Parameter, Optimizer or tensor that requires grad "
+            "among the arguments, so there is nothing to differentiate. Pass the model: "
+            "spx.backward(lambda m: loss_fn(m(x), y), model)"
         )
     binding = Binding(roots)
     if binding.has_uninitialized():
@@ -176,7 +176,7 @@ def value_and_grad(
         >>> model = spx.nn.Linear(3, 1)
         >>> loss, g = spx.value_and_grad(lambda m, x: m(x).sum())(model, jnp.ones((2, 3)))
         >>> g.weight.data.shape
-        (1, 3)
+        spx.Size([1, 3])
     """
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums:
@@ -266,7 +266,7 @@ def grad(
         >>> import spx, jax.numpy as jnp
         >>> g = spx.grad(lambda m: m(jnp.ones((2, 3))).sum())(spx.nn.Linear(3, 1))
         >>> g.bias.data.shape
-        (1,)
+        spx.Size([1])
     """
     vg = value_and_grad(fn, argnums, has_aux)
 

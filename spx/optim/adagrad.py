@@ -33,7 +33,7 @@ class Adagrad(Optimizer):
     that overrides it.
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         lr_decay: learning-rate decay per step.
         weight_decay: L2 penalty added to the gradient.

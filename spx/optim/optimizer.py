@@ -1,7 +1,7 @@
 """``Optimizer``: torch's optimizer contract over pure, compiled update rules.
 
 The object keeps torch's shape — ``param_groups`` (a list of dicts holding ``params`` and the
-hyperparameters), ``state`` (a dict keyed by Parameter, torch's state names), ``zero_grad``,
+hyperparameters), ``state`` (a dict keyed by parameter tensor, torch's state names), ``zero_grad``,
 ``step``, ``state_dict`` / ``load_state_dict`` in torch's layout — while the arithmetic is a pure
 function of arrays that a subclass provides (:meth:`Optimizer._update`). ``step()`` runs that
 function as one ``jax.jit`` program per param group, with numeric hyperparameters passed as
@@ -24,7 +24,6 @@ from spx._host import device_array
 from spx._tensor.tensor import Tensor
 from spx.compile import sharing
 from spx.nn import _structure
-from spx.nn.parameter import Parameter
 from spx.optim import _state_check
 
 
@@ -68,7 +67,9 @@ class Optimizer:
     Subclasses pass their ``defaults`` and implement :meth:`_init_state` and :meth:`_update`.
 
     Args:
-        params: an iterable of Parameters, or of dicts ``{"params": [...], **overrides}``.
+        params: an iterable of leaf Tensors (Parameters, or tensors made with
+            ``requires_grad=True``), or of dicts ``{"params": [...], **overrides}``. A tensor
+            computed from others (not a leaf) is rejected with ``ValueError``, as in torch.
         defaults: default hyperparameters of every group.
 
     Example:
@@ -86,7 +87,7 @@ class Optimizer:
         self.defaults = defaults
         # torch's state is a defaultdict(dict): torch-style step() code reads self.state[p]
         # for a parameter that has no state yet and fills the empty dict it gets.
-        self.state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor | jax.Array | np.ndarray):
             raise TypeError(
@@ -148,7 +149,8 @@ class Optimizer:
                     f"{type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and keep the "
                     f"Parameter to read the updated value"
                 )
-            if not p.is_leaf:
+            # A lazy parameter (nn.LazyLinear) has no value to ask about yet; it is a leaf.
+            if not getattr(p, "is_uninitialized", False) and not p.is_leaf:
                 raise ValueError(
                     "can't optimize a non-leaf Tensor: optimize the leaf it was computed from, "
                     "or detach it: p = t.detach().requires_grad_()"
@@ -183,7 +185,7 @@ class Optimizer:
         if _is_dynamic(lr) and not isinstance(lr, jax.Array) and lr < 0:
             raise ValueError(f"Invalid learning rate: {lr}")
 
-    def _all_params(self) -> list[Parameter]:
+    def _all_params(self) -> list[Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
 
     # -- gradients ---------------------------------------------------------------------------
@@ -334,7 +336,7 @@ class Optimizer:
         return loss
 
     def _unshared(
-        self, group: dict[str, Any], active: list[Parameter], states: list[dict[str, Any]]
+        self, group: dict[str, Any], active: list[Tensor], states: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """``states`` with copies of the arrays they share with the group's resting params.
 
@@ -362,9 +364,9 @@ class Optimizer:
             packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        # Copies: step() donates the state buffers, which would delete arrays handed out here.
-        # Parameters without state (SGD without momentum) have no entry, as in torch. jax
-        # returns dicts sorted by key; _state_keys restores torch's order of the entries.
+        # Copies, as Tensors: step() donates the state buffers, which would delete arrays
+        # handed out here. Parameters without state (SGD without momentum) have no entry, as
+        # in torch. jax returns dicts sorted by key; _state_keys restores torch's order.
         order = {k: i for i, k in enumerate(self._state_keys)}
         state = {
             index[id(p)]: {
@@ -415,7 +417,7 @@ class Optimizer:
                 )
             loaded[param] = (int(key), names.get(int(key)), value)
         _state_check.check_state(self, loaded, merged)
-        new_state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
+        new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         for param, (_, _, value) in loaded.items():
             # Copies: the caller keeps its arrays (host memory may change later), and step()
             # donates ours.
@@ -439,7 +441,7 @@ class Optimizer:
                     state["step"] = steps[0]
         _structure.bump()
 
-    def _state_spec(self, param: Parameter, group: dict[str, Any]) -> _state_check.StateSpec | None:
+    def _state_spec(self, param: Tensor, group: dict[str, Any]) -> _state_check.StateSpec | None:
         """What a stepped parameter's state holds, for checking a loaded state dict.
 
         By default the entries :meth:`_init_state` creates are required and the other names
@@ -457,7 +459,7 @@ class Optimizer:
         }
         return _state_check.StateSpec(required, optional)
 
-    def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:
+    def _state_dtype(self, key: str, value: Any, param: Tensor) -> Any:
         if key == "step":
             return jnp.float32
         arr = np.asarray(value)
@@ -487,4 +489,9 @@ def _owned(value: Any, dtype: Any) -> jax.Array:
 
 
 def _copy_array(value: Any) -> Any:
-    return jnp.array(value, copy=True) if isinstance(value, jax.Array) else copy.deepcopy(value)
+    """A state entry as ``state_dict()`` hands it out: a Tensor over a copy, like torch's."""
+    if isinstance(value, Tensor):
+        value = value._data
+    if isinstance(value, jax.Array):
+        return Tensor._of(jnp.array(value, copy=True))
+    return copy.deepcopy(value)
