@@ -324,8 +324,11 @@ class Tensor(
         t._view = self._view  # an alias of a view is a view of the same base
         return t
 
-    def __hash__(self) -> int:
-        return id(self)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every subclass (Parameter, a user's) is a pytree like Tensor: jax.grad over a Module
+        # must see its array, not treat the object as an opaque leaf.
+        super().__init_subclass__(**kwargs)
+        jax.tree_util.register_pytree_node(cls, _flatten, _unflatten)
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         # A copy of the buffer, not the same array: spx.compile donates the original's.
@@ -365,6 +368,9 @@ def _unflatten(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
 
 
 jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)
+# Identity hashing in C (torch's too): optimizer state lookups hash tensors on every step, and
+# __eq__ (elementwise) would otherwise disable hashing.
+Tensor.__hash__ = object.__hash__  # type: ignore[method-assign]
 _weakref = weakref.ref
 
 

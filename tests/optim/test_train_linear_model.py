@@ -50,15 +50,7 @@ def _loss_backward(spx_model, x, y):
 @pytest.mark.parametrize(
     "grads",
     [
-        pytest.param(
-            _jax_grad,
-            id="jax.grad",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="nn migration: Parameter is not registered as a JAX pytree (only Tensor "
-                "is), so jax.grad over a Module sees each Parameter as a leaf",
-            ),
-        ),
+        pytest.param(_jax_grad, id="jax.grad"),
         pytest.param(
             _loss_backward,
             id="loss.backward",

@@ -223,8 +223,8 @@ class ConvertMethods:
             raise jax.errors.ConcretizationTypeError(
                 value,
                 f"Tensor.{what}() needs a concrete value, but this tensor is traced (inside "
-                "spx.compile or another JAX transformation). Return it from the compiled "
-                "function and call .{what}() outside, or use spx.where / Tensor.masked_fill "
+                f"spx.compile or another JAX transformation). Return it from the compiled "
+                f"function and call .{what}() outside, or use spx.where / Tensor.masked_fill "
                 "instead of Python control flow on tensor values.",
             )
         return value
@@ -261,7 +261,11 @@ class ConvertMethods:
         return f"shape {list(self.shape)}, dtype {self.dtype}"
 
     def __bool__(self) -> bool:
-        value = self._value_for_host("__bool__")
+        value = self._value()
+        if isinstance(value, jax.core.Tracer):
+            # Python control flow on a traced value: JAX's own error, which spx.compile's
+            # diagnostics turn into one at the user's line with the fix.
+            raise jax.errors.TracerBoolConversionError(value)
         if value.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with more than one value is ambiguous (shape "

@@ -231,6 +231,11 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             if np.dtype(_dtype_of(arr)) == np.bool_:
                 host = _host(arr)
                 if host is None:
+                    # The result's shape depends on the mask's values, which a trace does not
+                    # have: JAX's own error (spx.compile names the user's line and the fix).
+                    traced = arr._value() if hasattr(arr, "_ref") else arr
+                    if isinstance(traced, jax.core.Tracer):
+                        raise jax.errors.NonConcreteBooleanIndexError(traced)
                     raise IndexError(
                         "indexing with a boolean mask needs the mask's value, which is not "
                         "available inside a JAX transformation (its result's shape depends on "
