@@ -130,7 +130,19 @@ def binding() -> Iterator[None]:
 
 def is_binding() -> bool:
     """Whether spx binds state right now: inside :func:`binding`, or with a traced RNG key."""
-    return graph.STATE.binding > 0 or isinstance(_context.current().key, jax.core.Tracer)
+    return graph.STATE.binding > 0 or traced_key(_context.current().key)
+
+
+def traced_key(key: Any) -> bool:
+    """Whether a rank key (an array, or a recorded split of one) comes from a traced value."""
+    if isinstance(key, jax.core.Tracer):
+        return True
+    if not hasattr(key, "_ref"):
+        return False
+    node, idx = key._s.node, key._s.idx
+    while node.values is None and node.inputs:  # back along the recorded splits
+        node, idx = node.inputs[0]
+    return node.values is not None and isinstance(node.values[idx], jax.core.Tracer)
 
 
 def check_key(new_key: Any) -> None:

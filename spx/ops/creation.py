@@ -261,7 +261,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
 
 
 def _key(generator: Any) -> Any:
-    return spx_random.next_key() if generator is None else generator
+    return spx_random.next_key_tensor() if generator is None else generator
 
 
 def _float_dtype(dtype: Any, fn: str) -> np.dtype:

@@ -59,7 +59,7 @@ def _fill_diagonal(x: Any, value: Any, wrap: bool) -> Any:
 def _key(generator: Any) -> Any:
     from spx import random as spx_random
 
-    return spx_random.next_key() if generator is None else generator
+    return spx_random.next_key_tensor() if generator is None else generator
 
 
 class InplaceMethods:

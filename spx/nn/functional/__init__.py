@@ -40,7 +40,7 @@ def _keyed(fn: Callable, key_arg: str, needs_key: Callable[..., bool]) -> Callab
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get(key_arg) is None and needs_key(*args, **kwargs):
-            kwargs[key_arg] = _random.next_key()
+            kwargs[key_arg] = _random.next_key_tensor()
         return record(*args, **kwargs)
 
     return wrapper
