@@ -19,6 +19,8 @@ import jax.numpy as jnp
 
 from spx._tensor.graph import Node, Storage, value_node
 from spx._tensor.tensor import Tensor
+from spx._tensor.tensor import _flatten as _tensor_flatten
+from spx._tensor.tensor import _unflatten as _tensor_unflatten
 
 _UNINITIALIZED_MSG = (
     "{what} of an uninitialized (lazy) parameter of shape ? was read. Its shape is only known "
@@ -137,3 +139,26 @@ class UninitializedParameter(Parameter):
 # The storage node of a lazy parameter before its first forward (no shape, no value). Not an
 # array: importing spx must not start the JAX backend.
 _NO_VALUE = Node(None, (), (), (None,), (None,), False)
+
+
+# JAX registers pytree nodes per exact class: Tensor's registration does not cover subclasses,
+# so Parameters would be opaque leaves and ``jax.jit(f)(model)`` would fail. A lazy parameter
+# without a value has no child (as an empty subtree), like a None parameter slot.
+def _flatten_param(p: Parameter) -> tuple[tuple[Any], tuple[type, bool]]:
+    if type(p) is UninitializedParameter and p._s.node is _NO_VALUE:
+        return (None,), (UninitializedParameter, p._rg)
+    return _tensor_flatten(p)
+
+
+def _unflatten_param(aux: tuple[type, bool], children: tuple[Any]) -> Parameter:
+    cls, requires_grad = aux
+    if cls is UninitializedParameter:
+        if children[0] is None:
+            return UninitializedParameter(requires_grad)
+        aux = (Parameter, requires_grad)
+    return _tensor_unflatten(aux, children)
+
+
+for _cls in (Parameter, UninitializedParameter):
+    jax.tree_util.register_pytree_node(_cls, _flatten_param, _unflatten_param)
+del _cls
