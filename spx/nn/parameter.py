@@ -77,6 +77,16 @@ class Parameter(Tensor):
         """True for a lazy parameter whose shape is not known yet."""
         return False
 
+    @property
+    def data(self) -> Tensor:
+        """A detached alias: same storage, no autograd (torch's ``param.data``)."""
+        return Tensor.data.fget(self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        # torch: "Variable data has to be a tensor"; say what to pass instead.
+        Tensor.data.fset(self, _as_array(value, "Parameter.data"))
+
 
 class UninitializedParameter(Parameter):
     """A lazy parameter whose shape is fixed by the module's first forward call.
@@ -122,6 +132,14 @@ class UninitializedParameter(Parameter):
     @property
     def shape(self) -> Any:
         raise RuntimeError(_UNINITIALIZED_MSG.format(what="The shape"))
+
+    @property
+    def data(self) -> Tensor:
+        return Tensor.data.fget(self)  # raises: no value yet
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self.materialize(value)  # a value fixes the shape, as a first forward does
 
     def materialize(self, value: Any) -> None:
         """Give the parameter its first value; the object becomes a plain :class:`Parameter`."""

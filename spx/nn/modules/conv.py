@@ -12,9 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -161,7 +159,7 @@ class _ConvNd(Module):
             self.bias.materialize(_empty((self.out_channels,), self._dtype, self._device))
         self.reset_parameters()
 
-    def _check_input(self, input: jax.Array) -> None:
+    def _check_input(self, input: Tensor) -> None:
         cls, nd = type(self).__name__, self._nd
         if input.ndim not in (nd + 1, nd + 2):
             spatial = ", ".join(["H", "W"][-nd:] if nd == 2 else ["L"])
@@ -179,19 +177,16 @@ class _ConvNd(Module):
                 f"Fix the input or build {cls}({channels}, {self.out_channels}, ...)."
             )
 
-    def _conv_forward(
-        self, input: jax.Array, weight: jax.Array, bias: jax.Array | None
-    ) -> jax.Array:
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         conv = F.conv1d if self._nd == 1 else F.conv2d
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input: jax.Array) -> jax.Array:
-        input = jnp.asarray(input)
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input(input)
-        return self._conv_forward(input, self.weight.data, _data(self.bias))
+        return self._conv_forward(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         nd = self._nd
@@ -208,10 +203,6 @@ class _ConvNd(Module):
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
         return s
-
-
-def _data(p: Parameter | None) -> jax.Array | None:
-    return None if p is None else p.data
 
 
 class Conv1d(_ConvNd):

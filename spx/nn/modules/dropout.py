@@ -1,10 +1,10 @@
 """Dropout modules: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout`` (mirroring ``torch.nn``).
 
 In training mode each call draws a fresh key from the calling rank's generator
-(``spx.random.next_key()``, seeded by ``spx.manual_seed``), so masks differ from call to call and
-a seeded run is reproducible; under ``spx.compile`` that key is threaded through the compiled
-program as state. In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is
-and no key is drawn.
+(``spx.random.next_key()``, seeded by ``spx.manual_seed``, drawn by ``spx.nn.functional``), so
+masks differ from call to call and a seeded run is reproducible; under ``spx.compile`` that key
+is threaded through the compiled program as state. In eval mode (``model.eval()``), or with
+``p=0``, ``Dropout`` returns its input tensor itself (as torch) and no key is drawn.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import jax
 
-from spx import random as spx_random
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn.module import Module
 
@@ -35,10 +35,8 @@ class _DropoutNd(Module):
         self.p = p
         self.inplace = inplace
 
-    def forward(self, input: Array) -> Array:
-        if not self.training or self.p == 0.0:
-            return type(self)._fn(input, self.p, training=False)
-        return type(self)._fn(input, self.p, training=True, key=spx_random.next_key())
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

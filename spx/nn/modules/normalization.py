@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -110,10 +111,9 @@ class LayerNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        _check_trailing("LayerNorm", x, self.normalized_shape)
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        _check_trailing("LayerNorm", input, self.normalized_shape)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -167,10 +167,9 @@ class RMSNorm(Module):
         if self.elementwise_affine:
             init.ones_(self.weight)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        _check_trailing("RMSNorm", x, self.normalized_shape)
-        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        _check_trailing("RMSNorm", input, self.normalized_shape)
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -240,14 +239,13 @@ class GroupNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        if x.ndim < 2 or x.shape[1] != self.num_channels:
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
             raise ValueError(
                 f"GroupNorm: expected input of shape (N, {self.num_channels}, *) "
-                f"(num_channels={self.num_channels}), got {tuple(x.shape)}"
+                f"(num_channels={self.num_channels}), got {tuple(input.shape)}"
             )
-        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (

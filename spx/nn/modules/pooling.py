@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn.module import Module
 
@@ -107,9 +105,9 @@ class MaxPool2d(Module):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def forward(self, input: jax.Array) -> jax.Array:
+    def forward(self, input: Tensor) -> Tensor:
         return F.max_pool2d(
-            jnp.asarray(input),
+            input,
             self.kernel_size,
             self.stride,
             self.padding,
@@ -179,9 +177,9 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
-    def forward(self, input: jax.Array) -> jax.Array:
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(
-            jnp.asarray(input),
+            input,
             self.kernel_size,
             self.stride,
             self.padding,
@@ -219,8 +217,8 @@ class AdaptiveAvgPool2d(Module):
         _check_size(type(self).__name__, "output_size", output_size, 1, allow_none=True)
         self.output_size = output_size
 
-    def forward(self, input: jax.Array) -> jax.Array:
-        return F.adaptive_avg_pool2d(jnp.asarray(input), self.output_size)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
