@@ -31,7 +31,7 @@ class NonDynamicallyQuantizableLinear(Linear):
     Example:
         >>> import jax.numpy as jnp
         >>> NonDynamicallyQuantizableLinear(4, 2)(jnp.ones((3, 4))).shape
-        (3, 2)
+        spx.Size([3, 2])
     """
 
 
@@ -70,7 +70,7 @@ class MultiheadAttention(Module):
         >>> x = jnp.ones((3, 5, 8))
         >>> out, weights = mha(x, x, x)
         >>> out.shape, weights.shape
-        ((3, 5, 8), (3, 5, 5))
+        (spx.Size([3, 5, 8]), spx.Size([3, 5, 5]))
     """
 
     def __init__(

@@ -203,7 +203,7 @@ class BatchNorm2d(_BatchNorm):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.BatchNorm2d(3)(jnp.ones((2, 3, 4, 4))).shape
-        (2, 3, 4, 4)
+        spx.Size([2, 3, 4, 4])
     """
 
     _ranks = (4,)
@@ -229,7 +229,7 @@ class BatchNorm3d(_BatchNorm):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.BatchNorm3d(2)(jnp.ones((2, 2, 3, 3, 3))).shape
-        (2, 2, 3, 3, 3)
+        spx.Size([2, 2, 3, 3, 3])
     """
 
     _ranks = (5,)

@@ -235,7 +235,7 @@ class Conv1d(_ConvNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Conv1d(4, 8, 3, padding=1)(jnp.ones((2, 4, 10))).shape
-        (2, 8, 10)
+        spx.Size([2, 8, 10])
     """
 
     _nd = 1
@@ -270,7 +270,7 @@ class Conv2d(_ConvNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Conv2d(3, 6, 3, stride=2, padding=1)(jnp.ones((2, 3, 8, 8))).shape
-        (2, 6, 4, 4)
+        spx.Size([2, 6, 4, 4])
     """
 
     _nd = 2
@@ -286,7 +286,7 @@ class LazyConv1d(Conv1d):
         >>> from spx.nn.modules.conv import LazyConv1d
         >>> layer = LazyConv1d(8, 3)
         >>> layer(jnp.ones((2, 4, 10))).shape, layer.weight.shape
-        ((2, 8, 8), (8, 4, 3))
+        (spx.Size([2, 8, 8]), spx.Size([8, 4, 3]))
     """
 
     def __init__(
@@ -327,7 +327,7 @@ class LazyConv2d(Conv2d):
         >>> from spx.nn.modules.conv import LazyConv2d
         >>> layer = LazyConv2d(6, 3)
         >>> layer(jnp.ones((2, 3, 8, 8))).shape, layer.weight.shape
-        ((2, 6, 6, 6), (6, 3, 3, 3))
+        (spx.Size([2, 6, 6, 6]), spx.Size([6, 3, 3, 3]))
     """
 
     def __init__(

@@ -81,7 +81,7 @@ class Dropout1d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout1d(0.5)(jnp.ones((2, 3, 5))).shape
-        (2, 3, 5)
+        spx.Size([2, 3, 5])
     """
 
     _fn = staticmethod(F.dropout1d)
@@ -101,7 +101,7 @@ class Dropout2d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout2d(0.5)(jnp.ones((2, 3, 4, 4))).shape
-        (2, 3, 4, 4)
+        spx.Size([2, 3, 4, 4])
     """
 
     _fn = staticmethod(F.dropout2d)
@@ -118,7 +118,7 @@ class Dropout3d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout3d(0.5)(jnp.ones((2, 3, 2, 2, 2))).shape
-        (2, 3, 2, 2, 2)
+        spx.Size([2, 3, 2, 2, 2])
     """
 
     _fn = staticmethod(F.dropout3d)
@@ -135,7 +135,7 @@ class AlphaDropout(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AlphaDropout(0.2)(jnp.ones(8)).shape
-        (8,)
+        spx.Size([8])
     """
 
     _fn = staticmethod(F.alpha_dropout)

@@ -58,7 +58,7 @@ class Flatten(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Flatten()(jnp.ones((32, 1, 5, 5))).shape
-        (32, 25)
+        spx.Size([32, 25])
     """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
@@ -105,7 +105,7 @@ class Unflatten(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Unflatten(1, (2, 5, 5))(jnp.ones((2, 50))).shape
-        (2, 2, 5, 5)
+        spx.Size([2, 2, 5, 5])
     """
 
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:

@@ -78,7 +78,7 @@ class LayerNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.LayerNorm(8)(jnp.ones((4, 8))).shape
-        (4, 8)
+        spx.Size([4, 8])
     """
 
     def __init__(
@@ -142,7 +142,7 @@ class RMSNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.RMSNorm(8)(jnp.ones((4, 8))).shape
-        (4, 8)
+        spx.Size([4, 8])
     """
 
     def __init__(
@@ -196,7 +196,7 @@ class GroupNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.GroupNorm(2, 6)(jnp.ones((3, 6, 4))).shape
-        (3, 6, 4)
+        spx.Size([3, 6, 4])
     """
 
     def __init__(

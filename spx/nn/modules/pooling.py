@@ -72,7 +72,7 @@ class MaxPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.MaxPool2d(2)(jnp.ones((1, 3, 8, 8))).shape
-        (1, 3, 4, 4)
+        spx.Size([1, 3, 4, 4])
     """
 
     def __init__(
@@ -141,7 +141,7 @@ class AvgPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AvgPool2d(3, stride=2, padding=1)(jnp.ones((1, 3, 8, 8))).shape
-        (1, 3, 4, 4)
+        spx.Size([1, 3, 4, 4])
     """
 
     def __init__(
@@ -209,7 +209,7 @@ class AdaptiveAvgPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AdaptiveAvgPool2d((1, 1))(jnp.ones((2, 8, 7, 5))).shape
-        (2, 8, 1, 1)
+        spx.Size([2, 8, 1, 1])
     """
 
     def __init__(self, output_size: int | tuple[int | None, ...] | None) -> None:

@@ -54,7 +54,7 @@ class Embedding(Module):
         >>> from spx import nn
         >>> emb = nn.Embedding(10, 3, padding_idx=0)
         >>> emb(jnp.array([[0, 2, 9]])).shape
-        (1, 3, 3)
+        spx.Size([1, 3, 3])
     """
 
     def __init__(
