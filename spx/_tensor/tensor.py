@@ -325,10 +325,14 @@ class Tensor(
         return t
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Every subclass (Parameter, a user's) is a pytree like Tensor: jax.grad over a Module
-        # must see its array, not treat the object as an opaque leaf.
+        # JAX registers pytree nodes per exact class: every subclass (Parameter, a user's) is
+        # registered too, or jax.jit(f)(model) would see opaque leaves. A subclass adapts the
+        # conversion by overriding _tree_flatten/_tree_unflatten.
         super().__init_subclass__(**kwargs)
         jax.tree_util.register_pytree_node(cls, _flatten, _unflatten)
+
+    _tree_flatten = staticmethod(lambda t: _flatten_value(t))
+    _tree_unflatten = staticmethod(lambda aux, children: _unflatten_value(aux, children))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         # A copy of the buffer, not the same array: spx.compile donates the original's.
@@ -353,10 +357,19 @@ class Tensor(
 
 
 def _flatten(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
-    return (t._value(),), (type(t), t._rg)
+    return type(t)._tree_flatten(t)
 
 
 def _unflatten(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
+    return aux[0]._tree_unflatten(aux, children)
+
+
+def _flatten_value(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
+    """A tensor as a pytree: one child (its computed value); aux ``(class, requires_grad)``."""
+    return (t._value(),), (type(t), t._rg)
+
+
+def _unflatten_value(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
     # No validation: jax passes placeholders (None, object()) through unflatten.
     cls, requires_grad = aux
     t = object.__new__(cls)

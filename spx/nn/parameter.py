@@ -19,6 +19,8 @@ import jax.numpy as jnp
 
 from spx._tensor.graph import Node, Storage, value_node
 from spx._tensor.tensor import Tensor
+from spx._tensor.tensor import _flatten_value as _tensor_flatten
+from spx._tensor.tensor import _unflatten_value as _tensor_unflatten
 
 _UNINITIALIZED_MSG = (
     "{what} of an uninitialized (lazy) parameter of shape ? was read. Its shape is only known "
@@ -75,6 +77,16 @@ class Parameter(Tensor):
         """True for a lazy parameter whose shape is not known yet."""
         return False
 
+    @property
+    def data(self) -> Tensor:
+        """A detached alias: same storage, no autograd (torch's ``param.data``)."""
+        return Tensor.data.fget(self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        # torch: "Variable data has to be a tensor"; say what to pass instead.
+        Tensor.data.fset(self, _as_array(value, "Parameter.data"))
+
 
 class UninitializedParameter(Parameter):
     """A lazy parameter whose shape is fixed by the module's first forward call.
@@ -121,6 +133,14 @@ class UninitializedParameter(Parameter):
     def shape(self) -> Any:
         raise RuntimeError(_UNINITIALIZED_MSG.format(what="The shape"))
 
+    @property
+    def data(self) -> Tensor:
+        return Tensor.data.fget(self)  # raises: no value yet
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self.materialize(value)  # a value fixes the shape, as a first forward does
+
     def materialize(self, value: Any) -> None:
         """Give the parameter its first value; the object becomes a plain :class:`Parameter`."""
         array = _as_array(value, "UninitializedParameter.materialize value")
@@ -137,3 +157,24 @@ class UninitializedParameter(Parameter):
 # The storage node of a lazy parameter before its first forward (no shape, no value). Not an
 # array: importing spx must not start the JAX backend.
 _NO_VALUE = Node(None, (), (), (None,), (None,), False)
+
+
+# A lazy parameter without a value has no child (as an empty subtree), like a None parameter
+# slot. (Tensor registers every subclass as a pytree node with these hooks.)
+def _flatten_param(p: Parameter) -> tuple[tuple[Any], tuple[type, bool]]:
+    if type(p) is UninitializedParameter and p._s.node is _NO_VALUE:
+        return (None,), (UninitializedParameter, p._rg)
+    return _tensor_flatten(p)
+
+
+def _unflatten_param(aux: tuple[type, bool], children: tuple[Any]) -> Parameter:
+    cls, requires_grad = aux
+    if cls is UninitializedParameter:
+        if children[0] is None:
+            return UninitializedParameter(requires_grad)
+        aux = (Parameter, requires_grad)
+    return _tensor_unflatten(aux, children)
+
+
+Parameter._tree_flatten = staticmethod(_flatten_param)
+Parameter._tree_unflatten = staticmethod(_unflatten_param)

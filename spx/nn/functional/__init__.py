@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as _np
+
 from spx import random as _random
 from spx._tensor.grad_mode import no_grad as _no_grad
 from spx._tensor.recorded import recorded as _recorded
@@ -30,6 +32,7 @@ from spx.nn.functional import pad as _pad
 from spx.nn.functional import pooling as _pooling
 from spx.nn.functional import shape as _shape
 from spx.nn.functional import sparse as _sparse
+from spx.nn.functional._utils import known_value as _known_value
 from spx.nn.functional.normalization import BatchNormResult as BatchNormResult
 
 
@@ -48,6 +51,29 @@ def _keyed(fn: Callable, key_arg: str, needs_key: Callable[..., bool]) -> Callab
 
 def _dropping(input: Any, p: float = 0.5, training: bool = True, *a: Any, **k: Any) -> bool:
     return bool(training) and p != 0
+
+
+def _identity_when_off(fn: Callable, training_default: bool) -> Callable:
+    """A keyed dropout that, when it drops nothing, returns its input Tensor itself (as torch).
+
+    Nothing is recorded and no key is drawn then: a Dropout in eval mode costs nothing.
+    """
+    keyed = _keyed(fn, "key", _always)
+    plain = _recorded(fn)
+
+    @functools.wraps(fn)
+    def wrapper(
+        input: Any, p: float = 0.5, training: bool = training_default, inplace: bool = False,
+        *, key: Any = None,
+    ) -> Any:  # fmt: skip
+        _dropout._check_p(p)
+        if not training or p == 0:
+            if hasattr(input, "_ref"):
+                return input
+            return plain(input, p, False)  # an array in, a Tensor out
+        return keyed(input, p, True, inplace, key=key)
+
+    return wrapper
 
 
 def _sdpa_drops(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0, *a, **kw):
@@ -90,6 +116,86 @@ def batch_norm(
     return out
 
 
+_cross_entropy_op = _recorded(_cross_entropy.cross_entropy)
+_linear_cross_entropy_op = _recorded(_cross_entropy.linear_cross_entropy)
+_nll_loss_op = _recorded(_cross_entropy.nll_loss)
+_one_hot_op = _recorded(_sparse.one_hot)
+
+
+def _check_targets(input: Any, target: Any, ignore_index: int | None, name: str) -> None:
+    """torch's eager IndexError for class indices out of range, when they are known now.
+
+    A recorded op sees only shapes; the values of targets that are already computed (numpy,
+    a DataLoader batch) are checked here, before recording. Pending or traced targets cannot
+    be checked without computing them: out-of-range ones give NaN, as inside ``jit``.
+    """
+    values = _known_value(target)
+    if values is None or not _np.issubdtype(values.dtype, _np.integer):
+        return
+    cdim = _cross_entropy._class_dim(input, name)
+    ignore = -100 if ignore_index is None else ignore_index
+    _cross_entropy._check_index_target(input, values, cdim, ignore, name)
+
+
+@functools.wraps(_cross_entropy.cross_entropy)
+def cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    ignore_index = args[2] if len(args) > 2 else kwargs.get("ignore_index", -100)
+    _check_targets(input, target, ignore_index, "cross_entropy")
+    return _cross_entropy_op(input, target, *args, **kwargs)
+
+
+@functools.wraps(_cross_entropy.nll_loss)
+def nll_loss(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    ignore_index = args[2] if len(args) > 2 else kwargs.get("ignore_index", -100)
+    _check_targets(input, target, ignore_index, "nll_loss")
+    return _nll_loss_op(input, target, *args, **kwargs)
+
+
+@functools.wraps(_cross_entropy.linear_cross_entropy)
+def linear_cross_entropy(input: Any, linear_weight: Any, target: Any, **kwargs: Any) -> Any:
+    if getattr(input, "ndim", None) in (1, 2) and getattr(linear_weight, "ndim", 0) >= 2:
+        shape = (*input.shape[:-1], *linear_weight.shape[:-1])
+        logits = _ShapeOnly(shape)
+        _check_targets(logits, target, kwargs.get("ignore_index"), "linear_cross_entropy")
+    return _linear_cross_entropy_op(input, linear_weight, target, **kwargs)
+
+
+class _ShapeOnly:
+    """Stands for an array whose shape is all a check reads."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+
+
+_embedding_op = _recorded(_sparse.embedding)
+
+
+@functools.wraps(_sparse.embedding)
+def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
+    # torch's eager IndexError for out-of-range indices, when their values are known now (a
+    # batch from a DataLoader, spx.tensor(...)); the recorded op sees only shapes.
+    values = _known_value(input)
+    num = getattr(weight, "shape", (None,))[0]
+    if values is not None and values.size and num is not None:
+        _sparse._check_range(values, num)
+    return _embedding_op(input, weight, *args, **kwargs)
+
+
+@functools.wraps(_sparse.one_hot)
+def one_hot(tensor: Any, num_classes: int = -1) -> Any:
+    # The output's shape depends on the values when num_classes=-1: torch reads them (a sync),
+    # and so does spx, before recording. Known values are range-checked as torch does.
+    if num_classes == -1 and hasattr(tensor, "_ref"):
+        tensor._value()  # computes a pending tensor (a traced one stays unknown)
+    values = _known_value(tensor)
+    if values is not None and _np.issubdtype(values.dtype, _np.integer):
+        if num_classes == -1:
+            num_classes = int(values.max()) + 1 if values.size else 0
+        _sparse.one_hot(values, num_classes)  # the value checks, on the host
+    return _one_hot_op(tensor, num_classes)
+
+
 celu = _recorded(_activation.celu)
 elu = _recorded(_activation.elu)
 gelu = _recorded(_activation.gelu)
@@ -122,9 +228,6 @@ conv3d = _recorded(_conv.conv3d)
 conv_transpose1d = _recorded(_conv.conv_transpose1d)
 conv_transpose2d = _recorded(_conv.conv_transpose2d)
 conv_transpose3d = _recorded(_conv.conv_transpose3d)
-cross_entropy = _recorded(_cross_entropy.cross_entropy)
-linear_cross_entropy = _recorded(_cross_entropy.linear_cross_entropy)
-nll_loss = _recorded(_cross_entropy.nll_loss)
 cosine_similarity = _recorded(_distance.cosine_similarity)
 pairwise_distance = _recorded(_distance.pairwise_distance)
 bilinear = _recorded(_linear.bilinear)
@@ -160,13 +263,11 @@ flatten = _recorded(_shape.flatten)
 pixel_shuffle = _recorded(_shape.pixel_shuffle)
 pixel_unshuffle = _recorded(_shape.pixel_unshuffle)
 unflatten = _recorded(_shape.unflatten)
-embedding = _recorded(_sparse.embedding)
-one_hot = _recorded(_sparse.one_hot)
-dropout = _keyed(_dropout.dropout, "key", _dropping)
+dropout = _identity_when_off(_dropout.dropout, training_default=True)
 dropout1d = _keyed(_dropout.dropout1d, "key", _dropping)
 dropout2d = _keyed(_dropout.dropout2d, "key", _dropping)
 dropout3d = _keyed(_dropout.dropout3d, "key", _dropping)
-alpha_dropout = _keyed(_dropout.alpha_dropout, "key", _dropping)
+alpha_dropout = _identity_when_off(_dropout.alpha_dropout, training_default=False)
 scaled_dot_product_attention = _keyed(
     _attention.scaled_dot_product_attention, "dropout_key", _sdpa_drops
 )
