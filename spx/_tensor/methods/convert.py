@@ -269,6 +269,17 @@ class ConvertMethods:
             )
         return bool(value.reshape(()))
 
+    def is_nonzero(self) -> bool:
+        """Whether a one-element tensor is nonzero (raises for any other number of elements)."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(
+                "Boolean value of Tensor with no values is ambiguous"
+                if n == 0
+                else "Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self)
+
     def __float__(self) -> float:
         return float(self.item())
 

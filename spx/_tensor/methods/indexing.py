@@ -150,6 +150,32 @@ def _take_along(x: Any, index: Any, axis: int | None) -> Any:
     return jnp.take_along_axis(x, index, axis=axis)
 
 
+def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None) -> None:
+    """torch's checks of a gather/scatter index (dtype, rank, sizes; not its values)."""
+    dtype = getattr(index, "dtype", None)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.integer):
+        raise RuntimeError(
+            f"{what}(): Expected dtype int32/int64 for index, got {dtype}; cast it: index.long()"
+        )
+    i_shape = tuple(np.shape(index))
+    if len(i_shape) != len(x_shape) and (i_shape or x_shape):
+        raise RuntimeError(
+            f"{what}(): Index tensor must have the same number of dimensions as input tensor "
+            f"(index {list(i_shape)}, input {list(x_shape)})"
+        )
+    for k, (a, b) in enumerate(zip(i_shape, x_shape, strict=False)):
+        if k != d and a > b:
+            raise RuntimeError(
+                f"{what}(): Size does not match at dimension {k} expected index {list(i_shape)} "
+                f"to be no larger than self {list(x_shape)} apart from dimension {d}"
+            )
+    s_shape = tuple(np.shape(src)) if src is not None else ()
+    if s_shape and any(a > b for a, b in zip(i_shape, s_shape, strict=False)):
+        raise RuntimeError(
+            f"{what}(): Expected index {list(i_shape)} to be no larger than src {list(s_shape)}"
+        )
+
+
 def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
 
@@ -302,7 +328,13 @@ class IndexingMethods:
         self._assign_op(_setitem, (spec,), (self, value, *dyn))
 
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on; mirrors torch).
+
+        Index values are not checked (that would need them on the host every step): an
+        out-of-range index reads NaN (floats) or a fill value, where torch raises.
+        """
         d = _dims.dim(dim, self.ndim)
+        _check_index("gather", self._aval.shape, index, d)
         return apply(_gather, (d,), (self, index))
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
@@ -316,12 +348,18 @@ class IndexingMethods:
         """Write ``src`` (or ``value``) into ``self`` at ``index`` along ``dim`` (a copy)."""
         if src is None:
             src = value
+        if src is None:
+            raise TypeError("scatter() needs src (a tensor) or value (a number)")
         if reduce is not None and reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
-        return apply(_scatter, (_dims.dim(dim, self.ndim), reduce), (self, index, src))
+        d = _dims.dim(dim, self.ndim)
+        _check_index("scatter", self._aval.shape, index, d, src)
+        return apply(_scatter, (d, reduce), (self, index, src))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
-        return apply(_scatter, (_dims.dim(dim, self.ndim), "add"), (self, index, src))
+        d = _dims.dim(dim, self.ndim)
+        _check_index("scatter_add", self._aval.shape, index, d, src)
+        return apply(_scatter, (d, "add"), (self, index, src))
 
     def scatter_reduce(
         self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True
@@ -331,6 +369,7 @@ class IndexingMethods:
             raise RuntimeError(
                 f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
             )
+        _check_index("scatter_reduce", self._aval.shape, index, d, src)
         if reduce == "mean":
             return apply(_scatter_mean, (d, include_self), (self, index, src))
         if include_self:

@@ -49,6 +49,23 @@ def _randint(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.randint(key, shape, lo, hi, jnp.int32).astype(dtype)
 
 
+def _bernoulli_of(key: Any, probs: Any) -> Any:
+    # torch's bernoulli has a zero gradient with respect to the probabilities.
+    p = jax.lax.stop_gradient(probs)
+    return jax.random.bernoulli(key, p).astype(probs.dtype)
+
+
+def _multinomial(key: Any, probs: Any, n: int, replacement: bool) -> Any:
+    logits = jnp.log(jax.lax.stop_gradient(probs).astype(jnp.float32))  # 0 -> -inf: never drawn
+    if replacement:
+        lead = probs.shape[:-1]
+        out = jax.random.categorical(key, logits, axis=-1, shape=(n, *lead))
+        return jnp.moveaxis(out, 0, -1).astype(jnp.int32)
+    # Without replacement: the n largest of logits + Gumbel noise (the Gumbel-top-k trick).
+    noisy = logits + jax.random.gumbel(key, probs.shape, jnp.float32)
+    return jax.lax.top_k(noisy, n)[1].astype(jnp.int32)
+
+
 def _fill_diagonal(x: Any, value: Any, wrap: bool) -> Any:
     n = min(x.shape) if not wrap else x.shape[0]
     idx = jnp.arange(n)
@@ -112,6 +129,45 @@ class InplaceMethods:
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_randint, static, (_key(generator), from_, to))
 
+    # -- random draws (not in place) ----------------------------------------------------------
+    def bernoulli(self, p: Any = None, *, generator: Any = None) -> Any:
+        """0/1 draws with probability ``self`` (or ``p``), in ``self``'s dtype."""
+        if p is not None:
+            static = (tuple(self.shape), np.dtype(self.dtype))
+            return apply(_bernoulli, static, (_key(generator), p))
+        return apply(_bernoulli_of, (), (_key(generator), self))
+
+    def multinomial(
+        self, num_samples: int, replacement: bool = False, *, generator: Any = None
+    ) -> Any:
+        """Draw ``num_samples`` category indices per row, with probabilities proportional to
+        the (non-negative) weights in ``self`` (1-D or 2-D); mirrors ``torch.multinomial``.
+
+        Without replacement each category is drawn at most once (zero-weight categories come
+        last). Weights are checked for negative/NaN values only when already computed.
+        """
+        shape = self._aval.shape
+        if len(shape) not in (1, 2):
+            raise RuntimeError(f"prob_dist must be 1 or 2 dim (got {len(shape)}-D)")
+        if not jnp.issubdtype(self.dtype, jnp.floating):
+            raise RuntimeError(
+                f"multinomial only supports floating-point dtypes for input, got: {self.dtype}"
+            )
+        n = int(num_samples)
+        if n <= 0:
+            raise RuntimeError(f"cannot sample n_sample <= 0 samples (got {n})")
+        if not replacement and n > shape[-1]:
+            raise RuntimeError(
+                f"cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                f"({n} > {shape[-1]}); pass replacement=True"
+            )
+        from spx._tensor.methods.indexing import _host
+
+        host = _host(self)
+        if host is not None and (not np.all(np.isfinite(host)) or np.any(host < 0)):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        return apply(_multinomial, (n, bool(replacement)), (_key(generator), self))
+
     # Arithmetic operators in place: ``x += y`` is ``x.add_(y)`` in torch.
     def __iadd__(self, other: Any) -> Any:
         return self.add_(other)
@@ -147,7 +203,7 @@ class InplaceMethods:
 _FROM_OUT_OF_PLACE = (
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
     "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot", "copysign",
-    "maximum", "minimum", "lerp", "addcmul", "addcdiv", "addmm", "baddbmm", "clamp", "clip",
+    "lerp", "addcmul", "addcdiv", "addmm", "baddbmm", "clamp", "clip",
     "clamp_min", "clamp_max", "masked_fill", "nan_to_num", "logit", "abs", "absolute", "neg",
     "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
     "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
@@ -156,7 +212,9 @@ _FROM_OUT_OF_PLACE = (
     "deg2rad", "rad2deg", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt",
     "ge", "xlogy", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-    "index_fill", "cumsum", "cumprod", "sinc", "i0",
+    "index_fill", "cumsum", "cumprod", "sinc", "i0", "arccosh", "arcsinh", "arctanh", "less",
+    "less_equal", "greater", "greater_equal", "not_equal", "bitwise_left_shift",
+    "bitwise_right_shift", "heaviside", "gcd", "lcm", "ldexp", "square",
 )  # fmt: skip
 
 

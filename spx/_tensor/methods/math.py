@@ -8,15 +8,85 @@ unless ``jax_enable_x64`` is on (torch: 64-bit).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
+import numpy as np
 from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+
+
+# Plain functions rather than jnp's ufunc objects: a ufunc's __hash__ costs ~1 µs, paid at
+# every recording (the function is part of the shape-cache and program keys).
+def _add(x: Any, y: Any) -> Any:
+    return x + y
+
+
+def _sub(x: Any, y: Any) -> Any:
+    return x - y
+
+
+def _mul(x: Any, y: Any) -> Any:
+    return x * y
+
+
+def _neg(x: Any) -> Any:
+    return -x
+
+
+def _maximum(x: Any, y: Any) -> Any:
+    return jnp.maximum(x, y)
+
+
+def _minimum(x: Any, y: Any) -> Any:
+    return jnp.minimum(x, y)
+
+
+def _bitwise_and(x: Any, y: Any) -> Any:
+    return x & y
+
+
+def _bitwise_or(x: Any, y: Any) -> Any:
+    return x | y
+
+
+def _bitwise_xor(x: Any, y: Any) -> Any:
+    return x ^ y
+
+
+def _logical_and(x: Any, y: Any) -> Any:
+    return jnp.logical_and(x, y)
+
+
+def _logical_or(x: Any, y: Any) -> Any:
+    return jnp.logical_or(x, y)
+
+
+def _logical_xor(x: Any, y: Any) -> Any:
+    return jnp.logical_xor(x, y)
+
+
+def _float(x: Any) -> Any:
+    """Integers and bools as float32, as torch computes float functions of them."""
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.float32)
+
+
+def _sigmoid(x: Any) -> Any:
+    return jax.nn.sigmoid(_float(x))
+
+
+def _sign(x: Any) -> Any:
+    # torch's sign is (0 < x) - (x < 0): NaN gives 0 (jnp.sign gives NaN).
+    if x.dtype == jnp.bool_:
+        return x
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return jnp.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
 def _add_scaled(x: Any, y: Any, alpha: Any) -> Any:
@@ -46,7 +116,7 @@ def _frac(x: Any) -> Any:
 
 
 def _rsqrt(x: Any) -> Any:
-    return lax.rsqrt(x)
+    return lax.rsqrt(_float(x))
 
 
 def _round_decimals(x: Any, decimals: int) -> Any:
@@ -59,8 +129,19 @@ def _logit(x: Any, eps: float | None) -> Any:
     return jnp.log(x / (1 - x))
 
 
+# torch's clamp passes the gradient to x on the closed interval [min, max] (a max/min pair
+# would halve it at the bounds), and gives max everywhere when min > max.
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
-    return jnp.minimum(jnp.maximum(x, lo), hi)
+    out = jnp.where(x < lo, lo, x)
+    return jnp.where(out > hi, hi, out)
+
+
+def _clamp_min(x: Any, lo: Any) -> Any:
+    return jnp.where(x < lo, lo, x)
+
+
+def _clamp_max(x: Any, hi: Any) -> Any:
+    return jnp.where(x > hi, hi, x)
 
 
 def _nan_to_num(x: Any, nan: float, posinf: float | None, neginf: float | None) -> Any:
@@ -119,6 +200,27 @@ def _rpow(x: Any, y: Any) -> Any:
     return jnp.power(y, x)
 
 
+def _ldexp(x: Any, e: Any) -> Any:
+    return _float(x) * jnp.exp2(e)
+
+
+def _isclose(x: Any, y: Any, rtol: Any, atol: Any, equal_nan: bool) -> Any:
+    return jnp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def _equal_all(x: Any, y: Any) -> Any:
+    return jnp.all(x == y)
+
+
+def _isin(x: Any, test: Any, invert: bool) -> Any:
+    out = jnp.isin(x, test)
+    return ~out if invert else out
+
+
+def _isreal(x: Any) -> Any:
+    return jnp.isreal(x)
+
+
 def _bitwise_not(x: Any) -> Any:
     return jnp.logical_not(x) if x.dtype == jnp.bool_ else jnp.bitwise_not(x)
 
@@ -132,16 +234,16 @@ def _isneginf(x: Any) -> Any:
 
 
 _UNARY = {
-    "abs": jnp.abs, "absolute": jnp.abs, "neg": jnp.negative, "negative": jnp.negative,
+    "abs": jnp.abs, "absolute": jnp.abs, "neg": _neg, "negative": _neg,
     "positive": jnp.positive, "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
     "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10, "log1p": jnp.log1p, "sqrt": jnp.sqrt,
     "rsqrt": _rsqrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "asin": jnp.arcsin,
     "arcsin": jnp.arcsin, "acos": jnp.arccos, "arccos": jnp.arccos, "atan": jnp.arctan,
     "arctan": jnp.arctan, "sinh": jnp.sinh, "cosh": jnp.cosh, "tanh": jnp.tanh,
     "asinh": jnp.arcsinh, "arcsinh": jnp.arcsinh, "acosh": jnp.arccosh, "arccosh": jnp.arccosh,
-    "atanh": jnp.arctanh, "arctanh": jnp.arctanh, "sigmoid": jax.nn.sigmoid, "relu": jax.nn.relu,
+    "atanh": jnp.arctanh, "arctanh": jnp.arctanh, "sigmoid": _sigmoid, "relu": jax.nn.relu,
     "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
-    "sign": jnp.sign, "sgn": jnp.sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
+    "sign": _sign, "sgn": _sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
     "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": jsp.gammaln,
     "digamma": jsp.digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
     "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
@@ -150,42 +252,73 @@ _UNARY = {
 }  # fmt: skip
 
 _BINARY = {
-    "mul": jnp.multiply, "multiply": jnp.multiply, "true_divide": jnp.true_divide,
+    "mul": _mul, "multiply": _mul, "true_divide": jnp.true_divide,
     "floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "fmod": jnp.fmod,
     "pow": _pow, "float_power": jnp.float_power, "atan2": jnp.arctan2, "arctan2": jnp.arctan2,
-    "maximum": jnp.maximum, "minimum": jnp.minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
+    "maximum": _maximum, "minimum": _minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
     "eq": jnp.equal, "ne": jnp.not_equal, "not_equal": jnp.not_equal, "lt": jnp.less,
     "less": jnp.less, "le": jnp.less_equal, "less_equal": jnp.less_equal, "gt": jnp.greater,
     "greater": jnp.greater, "ge": jnp.greater_equal, "greater_equal": jnp.greater_equal,
-    "logical_and": jnp.logical_and, "logical_or": jnp.logical_or,
-    "logical_xor": jnp.logical_xor, "bitwise_and": jnp.bitwise_and,
-    "bitwise_or": jnp.bitwise_or, "bitwise_xor": jnp.bitwise_xor, "hypot": jnp.hypot,
-    "copysign": jnp.copysign, "xlogy": _xlogy, "matmul": jnp.matmul, "mm": jnp.matmul,
-    "bmm": jnp.matmul, "mv": jnp.matmul, "dot": jnp.dot, "vdot": jnp.vdot, "inner": jnp.inner,
-    "outer": _outer, "ger": _outer, "kron": jnp.kron,
+    "logical_and": _logical_and, "logical_or": _logical_or, "logical_xor": _logical_xor,
+    "bitwise_and": _bitwise_and, "bitwise_or": _bitwise_or, "bitwise_xor": _bitwise_xor,
+    "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy, "vdot": jnp.vdot,
+    "inner": jnp.inner, "outer": _outer, "ger": _outer, "kron": jnp.kron,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
+    "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
+    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp,
 }  # fmt: skip
 
 _OPERATORS = {
-    "__mul__": jnp.multiply, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
-    "__mod__": jnp.remainder, "__pow__": _pow, "__matmul__": jnp.matmul, "__and__": jnp.bitwise_and,
-    "__or__": jnp.bitwise_or, "__xor__": jnp.bitwise_xor, "__lshift__": jnp.left_shift,
+    "__mul__": _mul, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
+    "__mod__": jnp.remainder, "__pow__": _pow, "__and__": _bitwise_and,
+    "__or__": _bitwise_or, "__xor__": _bitwise_xor, "__lshift__": jnp.left_shift,
     "__rshift__": jnp.right_shift, "__lt__": jnp.less, "__le__": jnp.less_equal,
     "__gt__": jnp.greater, "__ge__": jnp.greater_equal, "__eq__": jnp.equal,
     "__ne__": jnp.not_equal,
 }  # fmt: skip
 
 _REFLECTED = {
-    "__rmul__": jnp.multiply, "__rtruediv__": jnp.true_divide,
+    "__rmul__": _mul, "__rtruediv__": jnp.true_divide,
     "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
-    "__rmatmul__": jnp.matmul, "__rand__": jnp.bitwise_and, "__ror__": jnp.bitwise_or,
-    "__rxor__": jnp.bitwise_xor,
+    "__rand__": _bitwise_and, "__ror__": _bitwise_or, "__rxor__": _bitwise_xor,
 }  # fmt: skip
+
+
+_OPERANDS = (int, float, complex, np.ndarray, np.generic, jax.Array)
 
 
 def _checked(other: Any) -> bool:
     """Whether a binary operator should handle ``other`` (else NotImplemented)."""
-    return isinstance(other, int | float | complex | jax.Array) or hasattr(other, "_ref")
+    return hasattr(other, "_ref") or isinstance(other, _OPERANDS)
+
+
+def _matmul(x: Any, y: Any) -> Any:
+    return jnp.matmul(x, y)
+
+
+def _dot(x: Any, y: Any) -> Any:
+    return jnp.dot(x, y)
+
+
+def _matmul_shapes(a: tuple, b: tuple) -> None:
+    """torch's error for ``a @ b`` whose inner sizes differ (JAX's would be a TypeError)."""
+    if not a or not b:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {len(a)}D and {len(b)}D"
+        )
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if k_a != k_b:
+        rows = a if len(a) < 2 else (math.prod(a[:-1]), a[-1])
+        cols = b if len(b) < 2 else (b[-2], b[-1])
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, rows))} and "
+            f"{'x'.join(map(str, cols))})"
+        )
+
+
+def _shape_of(x: Any) -> tuple:
+    return tuple(x._aval.shape) if hasattr(x, "_ref") else tuple(jnp.shape(x))
 
 
 class MathMethods:
@@ -195,18 +328,15 @@ class MathMethods:
 
     def add(self, other: Any, *, alpha: Any = 1) -> Any:
         if alpha == 1 and not hasattr(alpha, "_ref"):
-            return apply(jnp.add, (), (self, other))
+            return apply(_add, (), (self, other))
         return apply(_add_scaled, (), (self, other, alpha))
 
     def sub(self, other: Any, *, alpha: Any = 1) -> Any:
         if alpha == 1 and not hasattr(alpha, "_ref"):
-            return apply(jnp.subtract, (), (self, other))
+            return apply(_sub, (), (self, other))
         return apply(_sub_scaled, (), (self, other, alpha))
 
     subtract = sub
-
-    def rsub(self, other: Any, *, alpha: Any = 1) -> Any:
-        return apply(_sub_scaled, (), (other, self, alpha))
 
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
         if rounding_mode is None:
@@ -239,21 +369,19 @@ class MathMethods:
         """Limit values to ``[min, max]`` (either may be None, a number or a tensor)."""
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-        lo = -jnp.inf if min is None else min
-        hi = jnp.inf if max is None else max
         if min is None:
-            return apply(jnp.minimum, (), (self, hi))
+            return apply(_clamp_max, (), (self, max))
         if max is None:
-            return apply(jnp.maximum, (), (self, lo))
-        return apply(_clamp, (), (self, lo, hi))
+            return apply(_clamp_min, (), (self, min))
+        return apply(_clamp, (), (self, min, max))
 
     clip = clamp
 
     def clamp_min(self, min: Any) -> Any:
-        return self.clamp(min=min)
+        return apply(_clamp_min, (), (self, min))
 
     def clamp_max(self, max: Any) -> Any:
-        return self.clamp(max=max)
+        return apply(_clamp_max, (), (self, max))
 
     def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf=None) -> Any:
         return apply(_nan_to_num, (nan, posinf, neginf), (self,))
@@ -275,12 +403,117 @@ class MathMethods:
 
     addbmm = None  # torch's sum over the batch: not provided (use (b1 @ b2).sum(0))
 
+    # -- matrix products (shapes checked here: torch's RuntimeError, not JAX's TypeError) ----
+    def matmul(self, other: Any) -> Any:
+        """Matrix product with numpy/torch broadcasting (mirrors ``torch.matmul``)."""
+        _matmul_shapes(self._aval.shape, _shape_of(other))
+        return apply(_matmul, (), (self, other))
+
+    def __matmul__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        _matmul_shapes(self._aval.shape, _shape_of(other))
+        return apply(_matmul, (), (self, other))
+
+    def __rmatmul__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        _matmul_shapes(_shape_of(other), self._aval.shape)
+        return apply(_matmul, (), (other, self))
+
+    def mm(self, mat2: Any) -> Any:
+        """``(n, k) @ (k, m)`` (both 2-D, mirrors ``torch.mm``)."""
+        a, b = self._aval.shape, _shape_of(mat2)
+        if len(a) != 2:
+            raise RuntimeError(f"self must be a matrix (mm got a {len(a)}-D tensor)")
+        if len(b) != 2:
+            raise RuntimeError(f"mat2 must be a matrix (mm got a {len(b)}-D tensor)")
+        _matmul_shapes(a, b)
+        return apply(_matmul, (), (self, mat2))
+
+    def bmm(self, mat2: Any) -> Any:
+        """``(b, n, k) @ (b, k, m)`` (both 3-D, same batch; mirrors ``torch.bmm``)."""
+        a, b = self._aval.shape, _shape_of(mat2)
+        if len(a) != 3:
+            raise RuntimeError(f"batch1 must be a 3D tensor (got {len(a)}-D)")
+        if len(b) != 3:
+            raise RuntimeError(f"batch2 must be a 3D tensor (got {len(b)}-D)")
+        if b[:2] != (a[0], a[2]):
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: "
+                f"[{a[0]}, {a[2]}] but got: [{b[0]}, {b[1]}]."
+            )
+        return apply(_matmul, (), (self, mat2))
+
+    def mv(self, vec: Any) -> Any:
+        """``(n, m) @ (m,)`` (mirrors ``torch.mv``)."""
+        a, b = self._aval.shape, _shape_of(vec)
+        if len(a) != 2 or len(b) != 1 or a[1] != b[0]:
+            raise RuntimeError(
+                f"vector + matrix @ vector expected, got {len(b)}, {len(a)}, {len(b)} "
+                f"(shapes {list(a)} and {list(b)})"
+            )
+        return apply(_matmul, (), (self, vec))
+
+    def dot(self, other: Any) -> Any:
+        """Inner product of two 1-D tensors of the same size (mirrors ``torch.dot``)."""
+        a, b = self._aval.shape, _shape_of(other)
+        if len(a) != 1 or len(b) != 1:
+            raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
+        if a != b:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have "
+                f"the same number of elements, but got {a[0]} and {b[0]} elements respectively"
+            )
+        return apply(_dot, (), (self, other))
+
+    # -- closeness (torch's rule: |self - other| <= atol + rtol * |other|) -------------------
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+        """Elementwise closeness; infinities are close to themselves; NaN only with
+        ``equal_nan`` (mirrors ``torch.isclose``)."""
+        other_dtype = getattr(other, "dtype", None)
+        if other_dtype is not None and other_dtype != self.dtype:
+            raise RuntimeError(
+                f"isclose(): {self.dtype} did not match {other_dtype}; cast one: "
+                "a.isclose(b.to(a.dtype))"
+            )
+        return apply(_isclose, (bool(equal_nan),), (self, other, rtol, atol))
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+        """Whether every element is close (a Python bool: needs the values now)."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def equal(self, other: Any) -> bool:
+        """Whether both have the same shape and the same values (a Python bool)."""
+        if tuple(self.shape) != tuple(getattr(other, "shape", ())):
+            return False
+        return bool(apply(_equal_all, (), (self, other)))
+
+    def isin(self, test_elements: Any, *, assume_unique: bool = False, invert=False) -> Any:
+        """Whether each element is among ``test_elements`` (mirrors ``torch.isin``)."""
+        return apply(_isin, (bool(invert),), (self, test_elements))
+
+    def isreal(self) -> Any:
+        return apply(_isreal, (), (self,))
+
     def where(self, condition: Any, other: Any) -> Any:
         """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
+        dtype = getattr(condition, "dtype", None)
+        if dtype is not None and dtype != jnp.bool_:
+            raise RuntimeError(
+                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{dtype}; compare first, e.g. cond != 0"
+            )
         return apply(_where, (), (condition, self, other))
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """``value`` where ``mask`` is True, else ``self`` (``value``: number or 0-d tensor)."""
+        dtype = getattr(mask, "dtype", None)
+        if dtype is not None and dtype != jnp.bool_:
+            raise RuntimeError(
+                f"masked_fill_ only supports boolean masks, but got mask with dtype {dtype}; "
+                "compare first, e.g. mask != 0"
+            )
         return apply(_masked_fill, (), (self, mask, value))
 
     def softmax(self, dim: int, dtype: Any = None) -> Any:
@@ -295,25 +528,25 @@ class MathMethods:
     def __add__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        return apply(jnp.add, (), (self, other))
+        return apply(_add, (), (self, other))
 
     def __radd__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        return apply(jnp.add, (), (other, self))
+        return apply(_add, (), (other, self))
 
     def __sub__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        return apply(jnp.subtract, (), (self, other))
+        return apply(_sub, (), (self, other))
 
     def __rsub__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        return apply(jnp.subtract, (), (other, self))
+        return apply(_sub, (), (other, self))
 
     def __neg__(self) -> Any:
-        return apply(jnp.negative, (), (self,))
+        return apply(_neg, (), (self,))
 
     def __pos__(self) -> Any:
         return self

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from spx._tensor import _dims
@@ -23,6 +24,13 @@ class ValuesIndices(NamedTuple):
 
     values: Any
     indices: Any
+
+
+class MinMax(NamedTuple):
+    """``(min, max)`` of ``aminmax`` (torch's ``return_types.aminmax``)."""
+
+    min: Any
+    max: Any
 
 
 def _sum(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
@@ -78,18 +86,25 @@ def _logsumexp(x: Any, axis: tuple, keepdims: bool) -> Any:
 
 
 def _argmax(x: Any, axis: int | None, keepdims: bool) -> Any:
-    if axis is None:
+    if axis is None or x.ndim == 0:
         return jnp.argmax(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
     return jnp.argmax(x, axis=axis, keepdims=keepdims)
 
 
 def _argmin(x: Any, axis: int | None, keepdims: bool) -> Any:
-    if axis is None:
+    if axis is None or x.ndim == 0:
         return jnp.argmin(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
     return jnp.argmin(x, axis=axis, keepdims=keepdims)
 
 
+def _index_zero(x: Any) -> tuple:
+    """``(values, indices)`` of a reduction of a 0-d tensor along its (only) dim 0."""
+    return x, jnp.zeros((), jnp.int32)
+
+
 def _max_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     idx = jnp.argmax(x, axis=axis, keepdims=True)
     vals = jnp.take_along_axis(x, idx, axis=axis)
     if not keepdims:
@@ -98,6 +113,8 @@ def _max_dim(x: Any, axis: int, keepdims: bool) -> tuple:
 
 
 def _min_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     idx = jnp.argmin(x, axis=axis, keepdims=True)
     vals = jnp.take_along_axis(x, idx, axis=axis)
     if not keepdims:
@@ -107,6 +124,8 @@ def _min_dim(x: Any, axis: int, keepdims: bool) -> tuple:
 
 def _kth_dim(x: Any, k: int, axis: int, keepdims: bool) -> tuple:
     """The k-th smallest (0-based) along ``axis`` and its index (stable: first occurrence)."""
+    if x.ndim == 0:
+        return _index_zero(x)
     order = jnp.argsort(x, axis=axis, stable=True)
     idx = lax.slice_in_dim(order, k, k + 1, axis=axis)
     vals = jnp.take_along_axis(x, idx, axis=axis)
@@ -116,11 +135,75 @@ def _kth_dim(x: Any, k: int, axis: int, keepdims: bool) -> tuple:
 
 
 def _median_all(x: Any) -> Any:
-    flat = jnp.sort(x.reshape(-1))
-    return flat[(flat.shape[0] - 1) // 2]
+    flat = jnp.sort(x.reshape(-1))  # NaN sorts last; torch's median is NaN if any is
+    out = flat[(flat.shape[0] - 1) // 2]
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        out = jnp.where(jnp.isnan(flat[-1]), flat[-1], out)
+    return out
+
+
+def _median_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    """Lower median along ``axis``; NaN (at the first NaN's index) where a NaN is present."""
+    if x.ndim == 0:
+        return _index_zero(x)
+    k = (x.shape[axis] - 1) // 2
+    order = jnp.argsort(x, axis=axis, stable=True)
+    idx = lax.slice_in_dim(order, k, k + 1, axis=axis)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        nan = jnp.isnan(x)
+        first_nan = jnp.argmax(nan, axis=axis, keepdims=True).astype(idx.dtype)
+        idx = jnp.where(jnp.any(nan, axis=axis, keepdims=True), first_nan, idx)
+    vals = jnp.take_along_axis(x, idx, axis=axis)
+    if not keepdims:
+        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
+    return vals, idx
+
+
+def _nanmedian_dim(x: Any, axis: int | None, keepdims: bool) -> tuple:
+    """Lower median of the non-NaN values along ``axis`` (all of ``x`` when None)."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if x.ndim == 0:
+        return _index_zero(x)
+    order = jnp.argsort(x, axis=axis, stable=True)  # NaN last
+    count = jnp.sum(~jnp.isnan(x), axis=axis, keepdims=True)
+    k = jnp.maximum(count - 1, 0) // 2
+    idx = jnp.take_along_axis(order, k.astype(order.dtype), axis=axis)
+    vals = jnp.take_along_axis(x, idx, axis=axis)
+    if not keepdims:
+        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
+    return vals, idx
+
+
+def _mode_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    """torch's mode: the smallest of the most frequent values, at its last index."""
+    if x.ndim == 0:
+        return _index_zero(x)
+    moved = jnp.moveaxis(x, axis, -1)
+    counts = jnp.sum(moved[..., :, None] == moved[..., None, :], axis=-1)
+    top = jnp.max(counts, axis=-1, keepdims=True)
+    big = jnp.inf if jnp.issubdtype(x.dtype, jnp.inexact) else _iinfo_max(x.dtype)
+    vals = jnp.min(jnp.where(counts == top, moved, big), axis=-1, keepdims=True)
+    pos = lax.broadcasted_iota(jnp.int32, moved.shape, moved.ndim - 1)
+    idx = jnp.max(jnp.where(moved == vals, pos, -1), axis=-1, keepdims=True)
+    vals, idx = jnp.moveaxis(vals, -1, axis), jnp.moveaxis(idx, -1, axis)
+    if not keepdims:
+        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
+    return vals.astype(x.dtype), idx
+
+
+def _iinfo_max(dtype: Any) -> Any:
+    return True if dtype == jnp.bool_ else jnp.iinfo(dtype).max
+
+
+def _quantile(x: Any, q: Any, axis: int | None, keepdims: bool, method: str, nan: bool) -> Any:
+    fn = jnp.nanquantile if nan else jnp.quantile
+    return fn(x, q, axis=axis, method=method, keepdims=keepdims).astype(x.dtype)
 
 
 def _sort(x: Any, axis: int, descending: bool, stable: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     key = -x if descending and jnp.issubdtype(x.dtype, jnp.inexact) else x
     if descending and not jnp.issubdtype(x.dtype, jnp.inexact):
         idx = jnp.flip(jnp.argsort(jnp.flip(x, axis), axis=axis, stable=True), axis)
@@ -131,6 +214,8 @@ def _sort(x: Any, axis: int, descending: bool, stable: bool) -> tuple:
 
 
 def _topk(x: Any, k: int, axis: int, largest: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     moved = jnp.moveaxis(x, axis, -1)
     if largest:
         vals, idx = lax.top_k(moved, k)
@@ -141,15 +226,20 @@ def _topk(x: Any, k: int, axis: int, largest: bool) -> tuple:
 
 
 def _cumsum(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
     return jnp.cumsum(x, axis=axis, dtype=dtype)
 
 
 def _cumprod(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
     return jnp.cumprod(x, axis=axis, dtype=dtype)
 
 
 def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
-    n = x.shape[axis]
+    if x.ndim == 0:
+        return _index_zero(x)
     pos = lax.broadcasted_iota(jnp.int32, x.shape, axis)
 
     def combine(a: tuple, b: tuple) -> tuple:
@@ -158,34 +248,50 @@ def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
         take_b = (vb >= va) if is_max else (vb <= va)
         return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
 
-    del n
     return lax.associative_scan(combine, (x, pos), axis=axis)
 
 
 def _logcumsumexp(x: Any, axis: int) -> Any:
+    if x.ndim == 0:
+        return x
     return lax.cumlogsumexp(x, axis=axis)
 
 
+def _safe_root(total: Any, p: Any) -> Any:
+    """``total ** (1/p)`` with torch's zero gradient where ``total`` is 0 (not NaN)."""
+    zero = total == 0
+    root = jnp.sqrt if p == 2 else (lambda t: t ** (1.0 / p))
+    return jnp.where(zero, 0, root(jnp.where(zero, 1, total)))
+
+
 def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
-    if p == "fro" or p == 2:
-        return jnp.sqrt(jnp.sum(jnp.abs(x) ** 2, axis=axis, keepdims=keepdims))
+    if p == "nuc":
+        axes = (x.ndim - 2, x.ndim - 1) if axis is None else axis
+        moved = jnp.moveaxis(x, axes, (-2, -1))
+        out = jnp.sum(jnp.linalg.svd(moved, compute_uv=False), axis=-1)
+        if keepdims:
+            out = jnp.expand_dims(out, tuple(sorted(a % x.ndim for a in axes)))
+        return out
+    a = jnp.abs(x)
     if p == float("inf"):
-        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return jnp.max(a, axis=axis, keepdims=keepdims)
     if p == float("-inf"):
-        return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return jnp.min(a, axis=axis, keepdims=keepdims)
     if p == 0:
         return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
     if p == 1:
-        return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
-    if p == "nuc":
-        return jnp.sum(jnp.linalg.svd(x, compute_uv=False), axis=-1, keepdims=keepdims)
-    return jnp.sum(jnp.abs(x) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+        return jnp.sum(a, axis=axis, keepdims=keepdims)
+    if p == "fro" or p == 2:
+        sq = a * a if jnp.issubdtype(x.dtype, jnp.complexfloating) else x * x
+        return _safe_root(jnp.sum(sq, axis=axis, keepdims=keepdims), 2)
+    return _safe_root(jnp.sum(a**p, axis=axis, keepdims=keepdims), p)
 
 
 def _axes(dim: Any, ndim: int) -> tuple | None:
     if dim is None:
         return None
-    return _dims.dims(dim, ndim)
+    axes = _dims.dims(dim, ndim)
+    return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1: nothing to reduce
 
 
 def _dtype(dtype: Any) -> Any:
@@ -198,6 +304,15 @@ def _correction(correction: Any, unbiased: Any) -> float:
     if correction is not None:
         return float(correction)
     return 1.0 if unbiased is None or unbiased else 0.0
+
+
+def _host_results(values: np.ndarray, *extra: np.ndarray | None) -> Any:
+    """Tensors of eagerly computed results: ``values`` alone, or a tuple with the extras."""
+    from spx._tensor.tensor import Tensor
+
+    out = Tensor._of(jnp.asarray(values))
+    rest = [Tensor._of(jnp.asarray(e.astype(np.int32))) for e in extra if e is not None]
+    return (out, *rest) if rest else out
 
 
 class ReductionMethods:
@@ -263,8 +378,9 @@ class ReductionMethods:
         d = _dims.dim(dim, self.ndim)
         return ValuesIndices(*apply(_min_dim, (d, keepdim), (self,), n_out=2))
 
-    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> tuple:
-        return self.amin(dim, keepdim), self.amax(dim, keepdim)
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """``(min, max)`` over everything or along ``dim`` (mirrors ``torch.aminmax``)."""
+        return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
         d = None if dim is None else _dims.dim(dim, self.ndim)
@@ -291,11 +407,61 @@ class ReductionMethods:
         return apply(_norm, (p, _axes(dim, self.ndim), keepdim), (x,))
 
     def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower median (NaN if any element is NaN); with ``dim``: ``(values, indices)``."""
         if dim is None:
             return apply(_median_all, (), (self,))
         d = _dims.dim(dim, self.ndim)
-        k = (self.shape[d] - 1) // 2
-        return ValuesIndices(*apply(_kth_dim, (k, d, keepdim), (self,), n_out=2))
+        return ValuesIndices(*apply(_median_dim, (d, keepdim), (self,), n_out=2))
+
+    def nanmedian(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """``median`` of the non-NaN values (NaN only where all are NaN)."""
+        if dim is None:
+            return apply(_nanmedian_dim, (None, False), (self,), n_out=2)[0]
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_nanmedian_dim, (d, keepdim), (self,), n_out=2))
+
+    def mode(self, dim: int = -1, keepdim: bool = False) -> Any:
+        """The most frequent value along ``dim`` (the smallest on ties) and its last index."""
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_mode_dim, (d, keepdim), (self,), n_out=2))
+
+    def quantile(
+        self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation="linear"
+    ) -> Any:
+        """The ``q``-quantiles along ``dim`` (of everything when None); ``q`` a number or a
+        1-D tensor in [0, 1], whose dimension comes first in the result (as torch)."""
+        return self._quantile(q, dim, keepdim, interpolation, False)
+
+    def nanquantile(
+        self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation="linear"
+    ) -> Any:
+        return self._quantile(q, dim, keepdim, interpolation, True)
+
+    def _quantile(self, q: Any, dim: Any, keepdim: bool, method: str, nan: bool) -> Any:
+        what = "nanquantile" if nan else "quantile"
+        if method not in ("linear", "lower", "higher", "midpoint", "nearest"):
+            raise ValueError(
+                f"{what}() interpolation must be one of linear, lower, higher, midpoint or "
+                f"nearest. Got {method!r}"
+            )
+        if not jnp.issubdtype(self.dtype, jnp.floating):
+            raise RuntimeError(
+                f"{what}() input tensor must be either float or double dtype, got "
+                f"{self.dtype}; cast first: x.float().{what}(q)"
+            )
+        if isinstance(q, int | float) and not 0 <= q <= 1:
+            raise RuntimeError(f"{what}() q must be in the range [0, 1] but got {q}")
+        q_dims = getattr(q, "ndim", 0)
+        if q_dims > 1:
+            raise RuntimeError(f"{what}() q must be a scalar or 1D tensor, got {q_dims}-D")
+        d = None if dim is None else _dims.dim(dim, self.ndim)
+        x = self
+        if d is None and keepdim:
+            # torch keeps every dimension as size 1; jnp wants an axis for that.
+            x, d = self.reshape(-1), 0
+            out = apply(_quantile, (d, True, method, nan), (x, q))
+            return out.reshape(*out.shape[:q_dims], *([1] * self.ndim))
+        return apply(_quantile, (d, keepdim, method, nan), (x, q))
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
         d = _dims.dim(dim, self.ndim)
@@ -320,6 +486,56 @@ class ReductionMethods:
         if not 0 <= k <= n:
             raise RuntimeError(f"selected index k out of range (k={k}, size={n} at dim {d})")
         return ValuesIndices(*apply(_topk, (k, d, largest), (self,), n_out=2))
+
+    # -- distinct values: eager, the result's shape depends on the values --------------------
+    def unique(
+        self,
+        sorted: bool = True,
+        return_inverse: bool = False,
+        return_counts: bool = False,
+        dim: int | None = None,
+    ) -> Any:
+        """The distinct values, sorted (slices along ``dim`` if given), and optionally the
+        inverse (where each element went) and counts. Computed now (a synchronization)."""
+        host = np.asarray(self._value_for_host("unique"))
+        if dim is None:
+            values, inverse, counts = np.unique(host, return_inverse=True, return_counts=True)
+            inverse = inverse.reshape(host.shape)
+        else:
+            d = _dims.dim(dim, host.ndim)
+            values, inverse, counts = np.unique(
+                host, return_inverse=True, return_counts=True, axis=d
+            )
+            inverse = inverse.reshape(-1)
+        return _host_results(
+            values, inverse if return_inverse else None, counts if return_counts else None
+        )
+
+    def unique_consecutive(
+        self, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+    ) -> Any:
+        """Collapse runs of equal consecutive elements (slices along ``dim`` if given)."""
+        host = np.asarray(self._value_for_host("unique_consecutive"))
+        if dim is None:
+            flat, shape, d = host.reshape(-1), host.shape, 0
+        else:
+            d = _dims.dim(dim, host.ndim)
+            flat, shape = np.moveaxis(host, d, 0), (host.shape[d],)
+        n = flat.shape[0]
+        if n:
+            rows = flat.reshape(n, -1)
+            change = np.concatenate([[True], np.any(rows[1:] != rows[:-1], axis=1)])
+        else:
+            change = np.zeros(0, bool)
+        starts = np.flatnonzero(change)
+        values = flat[starts]
+        if dim is not None:
+            values = np.moveaxis(values, 0, d)
+        inverse = (np.cumsum(change) - 1).reshape(shape)
+        counts = np.diff(np.append(starts, n))
+        return _host_results(
+            values, inverse if return_inverse else None, counts if return_counts else None
+        )
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
         return apply(_cumsum, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))

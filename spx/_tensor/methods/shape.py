@@ -102,7 +102,49 @@ def _roll(x: Any, shifts: tuple, dims: tuple | None) -> Any:
 
 
 def _bitcast(x: Any, dtype: Any) -> Any:
+    # XLA bitcasts no bools: a bool is one byte, 0 or 1, so go through uint8.
+    if x.dtype == jnp.bool_:
+        x = x.astype(jnp.uint8)
+    if dtype == jnp.bool_:
+        return lax.bitcast_convert_type(x, jnp.uint8) != 0
     return lax.bitcast_convert_type(x, dtype)
+
+
+def _tril(x: Any, k: int) -> Any:
+    return jnp.tril(x, k)
+
+
+def _triu(x: Any, k: int) -> Any:
+    return jnp.triu(x, k)
+
+
+def _diag(x: Any, k: int) -> Any:
+    return jnp.diag(x, k)
+
+
+def _diag_embed(x: Any, offset: int, d1: int, d2: int) -> Any:
+    n_in = x.shape[-1]
+    n = n_in + abs(offset)
+    idx = jnp.arange(n_in)
+    rows, cols = idx + max(-offset, 0), idx + max(offset, 0)
+    out = jnp.zeros((*x.shape[:-1], n, n), x.dtype).at[..., rows, cols].set(x)
+    return jnp.moveaxis(out, (-2, -1), (d1, d2))
+
+
+def _trace(x: Any) -> Any:
+    return jnp.trace(x)
+
+
+def _rot90(x: Any, k: int, d0: int, d1: int) -> Any:
+    return jnp.rot90(x, k, (d0, d1))
+
+
+def _sum_to(x: Any, shape: tuple) -> Any:
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1
+    )
+    return jnp.sum(x, axis=axes, keepdims=True).reshape(shape)
 
 
 # Views that keep a contiguous tensor contiguous (torch's contiguous() returns self then).
@@ -293,7 +335,7 @@ class ShapeMethods:
         if start < 0:
             start += n[d]
         if not (start >= 0 and length >= 0 and start + length <= n[d]):
-            raise IndexError(
+            raise RuntimeError(
                 f"start ({start}) + length ({length}) exceeds dimension size ({n[d]})."
             )
         return self._sliced(d, start, length)
@@ -392,7 +434,117 @@ class ShapeMethods:
         static = (d, size, step)
         return self._make_view(apply(_unfold, static, (self,)), _unfold, static)
 
+    def ravel(self) -> Any:
+        """The elements as a 1-D tensor (a view when possible, as torch)."""
+        return self.reshape(-1)
+
+    def broadcast_to(self, size: Any) -> Any:
+        """``expand`` to ``size`` (mirrors ``torch.broadcast_to``)."""
+        return self.expand(*_dims.shape_args((size,), "broadcast_to"))
+
+    def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+        return self.split(list(split_sizes), dim)
+
+    def _split_like_numpy(self, what: str, sections: Any, d: int) -> tuple:
+        if isinstance(sections, int):
+            n = self._aval.shape[d]
+            if sections <= 0 or n % sections:
+                raise RuntimeError(
+                    f"torch.{what} attempted to split along dimension {d}, but the size of the "
+                    f"dimension {n} is not divisible by the split_size {sections}!"
+                )
+        return self.tensor_split(sections, d)
+
+    def hsplit(self, sections: Any) -> tuple:
+        """Split columns: along dim 1 (dim 0 for a 1-D tensor); mirrors ``torch.hsplit``."""
+        return self._split_like_numpy("hsplit", sections, 1 if self.ndim > 1 else 0)
+
+    def vsplit(self, sections: Any) -> tuple:
+        """Split rows: along dim 0 of a tensor with at least 2 dimensions."""
+        if self.ndim < 2:
+            raise RuntimeError(
+                f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_like_numpy("vsplit", sections, 0)
+
+    def dsplit(self, sections: Any) -> tuple:
+        """Split along dim 2 of a tensor with at least 3 dimensions."""
+        if self.ndim < 3:
+            raise RuntimeError(
+                f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_like_numpy("dsplit", sections, 2)
+
+    def is_same_size(self, other: Any) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
+
+    # -- triangles and diagonals -------------------------------------------------------------
+    def _matrix_check(self, what: str) -> None:
+        if self.ndim < 2:
+            raise RuntimeError(
+                f"{what}: input tensor must have at least 2 dimensions (got {self.ndim}-D)"
+            )
+
+    def tril(self, diagonal: int = 0) -> Any:
+        """The lower triangle of the last two dimensions, at and below ``diagonal``."""
+        self._matrix_check("tril")
+        return apply(_tril, (int(diagonal),), (self,))
+
+    def triu(self, diagonal: int = 0) -> Any:
+        """The upper triangle of the last two dimensions, at and above ``diagonal``."""
+        self._matrix_check("triu")
+        return apply(_triu, (int(diagonal),), (self,))
+
+    def tril_(self, diagonal: int = 0) -> Any:
+        return self._assign(self.tril(diagonal))
+
+    def triu_(self, diagonal: int = 0) -> Any:
+        return self._assign(self.triu(diagonal))
+
+    def diag(self, diagonal: int = 0) -> Any:
+        """1-D: a matrix with it on ``diagonal``; 2-D: that diagonal, copied (as torch)."""
+        if self.ndim not in (1, 2):
+            raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+        return apply(_diag, (int(diagonal),), (self,))
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+        """Matrices with the last dimension on their ``offset`` diagonal (in ``dim1, dim2``)."""
+        n = self.ndim + 1
+        d1, d2 = _dims.dim(dim1, n), _dims.dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        return apply(_diag_embed, (int(offset), d1, d2), (self,))
+
+    def trace(self) -> Any:
+        """Sum of the main diagonal of a matrix."""
+        if self.ndim != 2:
+            raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+        return apply(_trace, (), (self,))
+
     # -- copies ------------------------------------------------------------------------------
+    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Any:
+        """Rotate by 90 degrees ``k`` times, from ``dims[0]`` towards ``dims[1]``."""
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        d0, d1 = _dims.dim(dims[0], self.ndim), _dims.dim(dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} "
+                               f"and dim1 = {d1}")  # fmt: skip
+        return apply(_rot90, (int(k) % 4, d0, d1), (self,))
+
+    def sum_to_size(self, *size: Any) -> Any:
+        """Sum ``self`` down to ``size``, a shape it broadcasts from (mirrors torch)."""
+        shape = _dims.shape_args(size, "sum_to_size")
+        mine = self._aval.shape
+        lead = len(mine) - len(shape)
+        if lead < 0 or any(s not in (1, m) for s, m in zip(shape, mine[lead:], strict=True)):
+            raise RuntimeError(
+                f"size {{{list(shape)}}} is not expandable to size {{{list(mine)}}}."
+            )
+        return apply(_sum_to, (shape,), (self,))
+
     def repeat(self, *sizes: Any) -> Any:
         """Tile the tensor ``sizes`` times along each dimension (torch's ``repeat``)."""
         reps = _dims.shape_args(sizes, "repeat")
