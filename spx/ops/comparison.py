@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from spx._tensor.dispatch import apply
+from spx._tensor.methods import math as _m
 from spx._tensor.tensor import Tensor
 from spx.ops._args import first_operand, operand, tensor_arg
 
@@ -79,7 +81,7 @@ def equal(input: Any, other: Any) -> bool:
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert=False):
     """Whether each of ``elements`` is in ``test_elements`` (mirrors ``torch.isin``)."""
     x = tensor_arg(elements, "isin", "elements")
-    return x.isin(operand(test_elements, "isin", "test_elements"), invert=invert)
+    return apply(_m._isin, (bool(invert),), (x, operand(test_elements, "isin", "test_elements")))
 
 
 def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:

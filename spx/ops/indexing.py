@@ -117,12 +117,14 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
 
 
 def index_copy(input: Any, dim: int, index: Any, source: Any) -> Tensor:
+    """A copy of ``input`` with the slices of ``source`` put at ``index`` along ``dim``."""
     x = tensor_arg(input, "index_copy")
     idx = tensor_arg(index, "index_copy", "index")
     return x.index_copy(dim, idx, tensor_arg(source, "index_copy", "source"))
 
 
 def index_fill(input: Any, dim: int, index: Any, value: Any) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
     x = tensor_arg(input, "index_fill")
     return x.index_fill(dim, tensor_arg(index, "index_fill", "index"), value)
 
@@ -152,6 +154,7 @@ def take(input: Any, index: Any) -> Tensor:
 
 
 def take_along_dim(input: Any, indices: Any, dim: int | None = None) -> Tensor:
+    """Values of ``input`` at ``indices`` along ``dim`` (of the flattened input without)."""
     x = tensor_arg(input, "take_along_dim")
     return x.take_along_dim(tensor_arg(indices, "take_along_dim", "indices"), dim)
 
@@ -165,6 +168,7 @@ def nonzero(input: Any, *, as_tuple: bool = False) -> Any:
 
 
 def argwhere(input: Any) -> Tensor:
+    """Indices of the nonzero elements, ``(n, ndim)`` (computed now; mirrors ``torch.argwhere``)."""
     return tensor_arg(input, "argwhere").argwhere()
 
 

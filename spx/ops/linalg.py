@@ -58,6 +58,7 @@ def dot(input: Any, other: Any) -> Tensor:
 
 
 def vdot(input: Any, other: Any) -> Tensor:
+    """Dot product of two 1-D tensors, conjugating ``input`` (mirrors ``torch.vdot``)."""
     return tensor_arg(input, "vdot").vdot(tensor_arg(other, "vdot", "other"))
 
 
@@ -75,6 +76,7 @@ ger = outer
 
 
 def kron(input: Any, other: Any) -> Tensor:
+    """Kronecker product (mirrors ``torch.kron``)."""
     return tensor_arg(input, "kron").kron(tensor_arg(other, "kron", "other"))
 
 

@@ -138,10 +138,12 @@ clip = clamp
 
 
 def clamp_min(input: Any, min: Any) -> Tensor:
+    """``input`` with values below ``min`` raised to ``min`` (mirrors ``torch.clamp_min``)."""
     return tensor_arg(input, "clamp_min").clamp_min(min)
 
 
 def clamp_max(input: Any, max: Any) -> Tensor:
+    """``input`` with values above ``max`` lowered to ``max`` (mirrors ``torch.clamp_max``)."""
     return tensor_arg(input, "clamp_max").clamp_max(max)
 
 

@@ -273,14 +273,17 @@ def tensor_split(input: Any, indices_or_sections: Any, dim: int = 0) -> tuple[Te
 
 
 def hsplit(input: Any, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 1, or dim 0 of a 1-D tensor (numpys ``hsplit``; views)."""
     return tensor_arg(input, "hsplit").hsplit(indices_or_sections)
 
 
 def vsplit(input: Any, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 0 (numpys ``vsplit``; views)."""
     return tensor_arg(input, "vsplit").vsplit(indices_or_sections)
 
 
 def dsplit(input: Any, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 2 (numpys ``dsplit``; views)."""
     return tensor_arg(input, "dsplit").dsplit(indices_or_sections)
 
 
@@ -305,6 +308,7 @@ def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Tensor:
 
 
 def ravel(input: Any) -> Tensor:
+    """The elements as a 1-D tensor (a view when possible)."""
     return tensor_arg(input, "ravel").ravel()
 
 
@@ -361,10 +365,12 @@ def flip(input: Any, dims: Sequence[int]) -> Tensor:
 
 
 def fliplr(input: Any) -> Tensor:
+    """Reverse the order along dim 1 (a copy)."""
     return tensor_arg(input, "fliplr").fliplr()
 
 
 def flipud(input: Any) -> Tensor:
+    """Reverse the order along dim 0 (a copy)."""
     return tensor_arg(input, "flipud").flipud()
 
 
@@ -374,6 +380,7 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:
 
 
 def rot90(input: Any, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (mirrors ``torch.rot90``)."""
     return tensor_arg(input, "rot90").rot90(k, dims)
 
 
@@ -431,6 +438,7 @@ def diag(input: Any, diagonal: int = 0) -> Tensor:
 
 
 def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Matrices with the last dimension of ``input`` on their ``offset`` diagonal."""
     return tensor_arg(input, "diag_embed").diag_embed(offset, dim1, dim2)
 
 

@@ -59,10 +59,12 @@ def can_cast(from_: Any, to: Any) -> bool:
 
 
 def is_floating_point(input: Any) -> bool:
+    """Whether ``input`` has a floating dtype (float16, bfloat16, float32, float64)."""
     return tensor_arg(input, "is_floating_point").is_floating_point()
 
 
 def is_complex(input: Any) -> bool:
+    """Whether ``input`` has a complex dtype."""
     return tensor_arg(input, "is_complex").is_complex()
 
 

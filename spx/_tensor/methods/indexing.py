@@ -180,8 +180,12 @@ def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
 
 
-def _host(obj: Any) -> np.ndarray | None:
-    """The value of an index when it is cheaply available on the host, else None."""
+def _host(obj: Any, compute: bool = False) -> np.ndarray | None:
+    """The value of an index when it is cheaply available on the host (or, with ``compute``,
+    computed now), else None; None for a traced value in any case."""
+    if hasattr(obj, "_ref") and compute:
+        value = obj._value()
+        return None if isinstance(value, jax.core.Tracer) else np.asarray(value)
     if hasattr(obj, "_ref"):
         s = obj._cur()
         values = s.node.values
@@ -255,7 +259,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             if isinstance(e, bool | list):
                 arr = np.asarray(e)
             if np.dtype(_dtype_of(arr)) == np.bool_:
-                host = _host(arr)
+                host = _host(arr, compute=True)
                 if host is None:
                     raise IndexError(
                         "indexing with a boolean mask needs the mask's value, which is not "

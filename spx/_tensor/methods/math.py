@@ -489,10 +489,6 @@ class MathMethods:
             return False
         return bool(apply(_equal_all, (), (self, other)))
 
-    def isin(self, test_elements: Any, *, assume_unique: bool = False, invert=False) -> Any:
-        """Whether each element is among ``test_elements`` (mirrors ``torch.isin``)."""
-        return apply(_isin, (bool(invert),), (self, test_elements))
-
     def isreal(self) -> Any:
         return apply(_isreal, (), (self,))
 

@@ -183,9 +183,10 @@ def _mode_dim(x: Any, axis: int, keepdims: bool) -> tuple:
     counts = jnp.sum(moved[..., :, None] == moved[..., None, :], axis=-1)
     top = jnp.max(counts, axis=-1, keepdims=True)
     big = jnp.inf if jnp.issubdtype(x.dtype, jnp.inexact) else _iinfo_max(x.dtype)
-    vals = jnp.min(jnp.where(counts == top, moved, big), axis=-1, keepdims=True)
+    best = jnp.min(jnp.where(counts == top, moved, big), axis=-1, keepdims=True)
     pos = lax.broadcasted_iota(jnp.int32, moved.shape, moved.ndim - 1)
-    idx = jnp.max(jnp.where(moved == vals, pos, -1), axis=-1, keepdims=True)
+    idx = jnp.max(jnp.where(moved == best, pos, -1), axis=-1, keepdims=True)
+    vals = jnp.take_along_axis(moved, idx, axis=-1)  # the gradient goes to that one element
     vals, idx = jnp.moveaxis(vals, -1, axis), jnp.moveaxis(idx, -1, axis)
     if not keepdims:
         idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
@@ -196,9 +197,39 @@ def _iinfo_max(dtype: Any) -> Any:
     return True if dtype == jnp.bool_ else jnp.iinfo(dtype).max
 
 
-def _quantile(x: Any, q: Any, axis: int | None, keepdims: bool, method: str, nan: bool) -> Any:
-    fn = jnp.nanquantile if nan else jnp.quantile
-    return fn(x, q, axis=axis, method=method, keepdims=keepdims).astype(x.dtype)
+def _quantile(x: Any, q: Any, axis: int, keepdims: bool, method: str, nan: bool) -> Any:
+    """torch's quantile along ``axis``: sort (NaN last), then pick or interpolate at rank
+    ``q * (n - 1)`` (``n`` counts non-NaN values for nanquantile; "nearest" rounds half to
+    even). A NaN in a slice makes quantile NaN; an all-NaN slice makes nanquantile NaN."""
+    xs = jnp.moveaxis(jnp.sort(x, axis=axis), axis, -1)
+    n = xs.shape[-1]
+    q = jnp.asarray(q, x.dtype)
+    count = jnp.sum(~jnp.isnan(xs), axis=-1, keepdims=True) if nan else jnp.full((1,), n)
+    rank = q.reshape(-1) * (jnp.maximum(count, 1) - 1).astype(x.dtype)  # (..., k)
+    lo = jnp.floor(rank)
+    hi = jnp.ceil(rank)
+
+    def at(r: Any) -> Any:
+        idx = jnp.broadcast_to(r.astype(jnp.int32), (*xs.shape[:-1], r.shape[-1]))
+        return jnp.take_along_axis(xs, idx, axis=-1)
+
+    if method == "lower":
+        out = at(lo)
+    elif method == "higher":
+        out = at(hi)
+    elif method == "nearest":
+        out = at(jnp.round(rank))
+    elif method == "midpoint":
+        out = (at(lo) + at(hi)) / 2
+    else:
+        low = at(lo)
+        out = low + (at(hi) - low) * (rank - lo)
+    bad = (count == 0) if nan else jnp.isnan(xs[..., -1:])
+    out = jnp.where(bad, jnp.nan, out)
+    if keepdims:
+        out = jnp.expand_dims(out, axis)  # the k dimension is last, after the kept axis
+    out = jnp.moveaxis(out, -1, 0)
+    return out[0] if q.ndim == 0 else out
 
 
 def _sort(x: Any, axis: int, descending: bool, stable: bool) -> tuple:
@@ -454,14 +485,13 @@ class ReductionMethods:
         q_dims = getattr(q, "ndim", 0)
         if q_dims > 1:
             raise RuntimeError(f"{what}() q must be a scalar or 1D tensor, got {q_dims}-D")
-        d = None if dim is None else _dims.dim(dim, self.ndim)
-        x = self
-        if d is None and keepdim:
-            # torch keeps every dimension as size 1; jnp wants an axis for that.
-            x, d = self.reshape(-1), 0
-            out = apply(_quantile, (d, True, method, nan), (x, q))
-            return out.reshape(*out.shape[:q_dims], *([1] * self.ndim))
-        return apply(_quantile, (d, keepdim, method, nan), (x, q))
+        if dim is None:
+            out = apply(_quantile, (0, False, method, nan), (self.reshape(-1), q))
+            if keepdim:  # torch keeps every dimension, as size 1
+                out = out.reshape(*out.shape[:q_dims], *([1] * self.ndim))
+            return out
+        d = _dims.dim(dim, self.ndim)
+        return apply(_quantile, (d, keepdim, method, nan), (self, q))
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
         d = _dims.dim(dim, self.ndim)
