@@ -26,7 +26,11 @@ from spx._tensor.dispatch import apply
 
 
 def _index(x: Any, *rest: Any) -> Any:
-    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``."""
+    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``.
+
+    Integers select first (their dimension goes away before the rest is indexed), as torch
+    does: ``x[1, :, idx]`` has ``idx``'s dimension last, where numpy would put it first.
+    """
     spec = rest[-1]
     dyn = iter(rest[:-1])
     index: list[Any] = []
@@ -36,13 +40,14 @@ def _index(x: Any, *rest: Any) -> Any:
         if kind == "n":
             index.append(None)
             continue
+        if kind == "i":
+            x = lax.dynamic_index_in_dim(x, next(dyn), axis, keepdims=False)
+            continue
         if kind == "s":
             x = lax.dynamic_slice_in_dim(x, next(dyn), e[1], axis)
             index.append(slice(None))
         elif kind == "S":
             index.append(slice(e[1], e[2], e[3]))
-        elif kind == "i":
-            index.append(next(dyn))
         else:  # "a": an integer array
             index.append(next(dyn))
         axis += 1
@@ -217,17 +222,18 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             consumed += 1
     if consumed > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {consumed})")
-    ellipses = sum(1 for e in index if e is Ellipsis)
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     spec: list[tuple] = []
     dyn: list[Any] = []
     axis = 0
+    expanded = False
     for e in index:
         if e is Ellipsis:
-            for _ in range(len(shape) - consumed):
+            # As torch: the first ``...`` stands for the unindexed dimensions, later ones for
+            # none (numpy refuses a second ``...``).
+            for _ in range(0 if expanded else len(shape) - consumed):
                 spec.append(("S", None, None, None))
                 axis += 1
+            expanded = True
         elif e is None:
             spec.append(("n",))
         elif isinstance(e, slice):

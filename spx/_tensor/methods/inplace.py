@@ -21,10 +21,6 @@ def _full_like(x: Any, value: Any) -> Any:
     return jnp.full(x.shape, value, x.dtype)
 
 
-def _copy_to(src: Any, shape: tuple, dtype: Any) -> Any:
-    return jnp.broadcast_to(jnp.asarray(src).astype(dtype), shape)
-
-
 def _astype(x: Any, dtype: Any) -> Any:
     return x.astype(dtype)
 
@@ -67,10 +63,23 @@ def _multinomial(key: Any, probs: Any, n: int, replacement: bool) -> Any:
 
 
 def _fill_diagonal(x: Any, value: Any, wrap: bool) -> Any:
-    n = min(x.shape) if not wrap else x.shape[0]
-    idx = jnp.arange(n)
-    cols = idx % x.shape[1] if wrap else idx
-    return x.at[(idx, cols)].set(value)
+    # numpy's fill_diagonal: every (ncols + 1)-th element of the flat array (for N-D tensors
+    # with equal sizes, every (1 + n + n**2 + ...)-th); wrapping past the first square only
+    # if ``wrap``.
+    if x.ndim == 2:
+        step = x.shape[1] + 1
+        end = x.size if wrap else min(x.shape) * x.shape[1]
+    else:
+        step = sum(x.shape[0] ** k for k in range(x.ndim))
+        end = x.size
+    pos = np.arange(0, end, step)
+    return x.reshape(-1).at[pos].set(jnp.asarray(value, x.dtype)).reshape(x.shape)
+
+
+def _copy_into(dst: Any, src: Any) -> Any:
+    # ``dst`` is an input so that the overwritten value's history gets a zero gradient (torch
+    # gives it zeros, not None).
+    return jnp.broadcast_to(jnp.asarray(src).astype(dst.dtype), dst.shape)
 
 
 def _key(generator: Any) -> Any:
@@ -96,7 +105,15 @@ class InplaceMethods:
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Any:
         """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
-        return self._assign_op(_copy_to, (tuple(self.shape), np.dtype(self.dtype)), (src,))
+        src_shape = tuple(np.shape(src)) if not hasattr(src, "_ref") else tuple(src.shape)
+        try:
+            np.broadcast_shapes(src_shape, tuple(self.shape))
+        except ValueError:
+            raise RuntimeError(
+                f"copy_: the source's shape {list(src_shape)} doesn't broadcast to the "
+                f"destination's {list(self.shape)}"
+            ) from None
+        return self._assign_op(_copy_into, (), (self, src))
 
     def fill_(self, value: Any) -> Any:
         return self._assign_op(_full_like, (), (self, value))
@@ -105,6 +122,13 @@ class InplaceMethods:
         return self._assign_op(_full_like, (), (self, 0))
 
     def fill_diagonal_(self, fill_value: Any, wrap: bool = False) -> Any:
+        """Fill the main diagonal (of a matrix, or of an N-D tensor with equal sizes)."""
+        shape = self._aval.shape
+        if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
+            raise RuntimeError(
+                f"fill_diagonal_: dimensions must larger than 1 and all dimensions of input "
+                f"must be of equal length (got {list(shape)})"
+            )
         return self._assign_op(_fill_diagonal, (wrap,), (self, fill_value))
 
     def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> Any:
