@@ -44,24 +44,10 @@ _ARGS = {
     "nan_to_num": lambda m: (), "logit": lambda m: (), "heaviside": lambda m: (m.ones(4),),
     "ldexp": lambda m: (m.ones(4),), "baddbmm": lambda m: (m.ones(2, 3, 2), m.ones(2, 2, 4)),
 }  # fmt: skip
+_POSITIVE = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "lgamma", "digamma",
+             "pow", "float_power", "xlogy"]  # fmt: skip
 _INPUT = {
-    **dict.fromkeys(
-        [
-            "log",
-            "log2",
-            "log10",
-            "log1p",
-            "sqrt",
-            "rsqrt",
-            "reciprocal",
-            "lgamma",
-            "digamma",
-            "pow",
-            "float_power",
-            "xlogy",
-        ],
-        POS,
-    ),  # fmt: skip
+    **dict.fromkeys(_POSITIVE, POS),
     **dict.fromkeys(["asin", "arcsin", "acos", "arccos", "atanh", "arctanh", "erfinv"], UNIT),
     "logit": POS / 2,
     "baddbmm": data((2, 3, 4)),
@@ -90,8 +76,12 @@ def test_inplace_matches_out_of_place(name):
 @pytest.mark.parametrize("name", sorted(_INT_ONLY))
 def test_inplace_int(name):
     a = np.abs(data(X, 3, "int")) + 1
-    check(lambda m, t: getattr(t.clone(), name + "_")(*() if name == "bitwise_not" else (
-        m.tensor(2),)), a)  # fmt: skip
+
+    def fn(m, t):
+        args = () if name == "bitwise_not" else (m.tensor(2),)
+        return getattr(t.clone(), name + "_")(*args)
+
+    check(fn, a)
 
 
 def test_every_torch_inplace_name_exists():
