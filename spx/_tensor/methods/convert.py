@@ -50,6 +50,19 @@ def _device_of_value(value: Any) -> Any:
     return next(iter(found)) if len(found) == 1 else None
 
 
+def _stop_gradient(x: Any) -> Any:
+    return jax.lax.stop_gradient(x)
+
+
+def _without_history(t: Any) -> Any:
+    """A new tensor over ``t``'s value, recorded with grad mode off: no autograd history."""
+    previous = graph.set_grad_enabled_flag(False)
+    try:
+        return apply(_stop_gradient, (), (t,))
+    finally:
+        graph.set_grad_enabled_flag(previous)
+
+
 class ConvertMethods:
     """dtype/device conversion, Python/numpy values, copies."""
 
@@ -203,16 +216,24 @@ class ConvertMethods:
         return apply(jnp.copy, (), (self,))
 
     def detach(self) -> Any:
-        """An alias without autograd history: same storage, ``requires_grad=False``."""
-        return self._alias()
+        """The same values without autograd history (``requires_grad=False``).
+
+        A leaf's detached tensor is an alias (same storage: in-place writes through either
+        are seen by both, as in torch). A result of an operation with history gets its own
+        storage over the same value instead: the shared storage would carry the history.
+        """
+        if not self._cur().node.requires_grad:
+            return self._alias()
+        return _without_history(self)
 
     def detach_(self) -> Any:
+        """Cut this tensor from its history in place (it becomes a leaf)."""
         s = self._cur()
         if s.node.requires_grad:
-            from spx._tensor.graph import value_node
-
-            value = self._value()
-            self._s.node, self._s.idx = value_node(value), 0
+            cut = _without_history(self)._s
+            s.node, s.idx = cut.node, cut.idx
+            if s.node.values is None:
+                graph.note_pending(s)
         self._rg = False
         return self
 
