@@ -19,6 +19,7 @@ from jax import lax
 from spx._tensor import _dims
 from spx._tensor._dims import Size
 from spx._tensor.dispatch import apply
+from spx._tensor.methods import _layout
 
 
 def _reshape(x: Any, shape: tuple) -> Any:
@@ -147,10 +148,6 @@ def _sum_to(x: Any, shape: tuple) -> Any:
     return jnp.sum(x, axis=axes, keepdims=True).reshape(shape)
 
 
-# Views that keep a contiguous tensor contiguous (torch's contiguous() returns self then).
-_CONTIGUOUS = {_reshape, _expand_dims, _squeeze, _select, _slice, _split_part, _unbind_part}
-
-
 class ShapeMethods:
     """Sizes, views and shape-changing copies of :class:`spx.Tensor`."""
 
@@ -190,10 +187,23 @@ class ShapeMethods:
 
     # -- views -------------------------------------------------------------------------------
     def view(self, *shape: Any) -> Any:
-        """The same data with another shape (``-1`` inferred); ``view(dtype)`` reinterprets."""
+        """The same data with another shape (``-1`` inferred); ``view(dtype)`` reinterprets.
+
+        As in torch, a view must be expressible with strides: ``x.t().view(-1)`` raises
+        (use ``reshape``, or ``contiguous()`` first).
+        """
         if len(shape) == 1 and not isinstance(shape[0], int | Sequence):
             return self._view_dtype(shape[0])
-        return self.reshape(*shape)
+        target = _dims.infer_shape(_dims.shape_args(shape, "view"), self.numel(), "view")
+        if self._view is not None:
+            old, strides = _layout.layout(self)
+            if _layout.view_strides(old, strides, target) is None:
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least "
+                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                    "instead."
+                )
+        return self._make_view(apply(_reshape, (target,), (self,)), _reshape, (target,))
 
     def _view_dtype(self, dtype: Any) -> Any:
         dt = np.dtype(dtype)
@@ -205,7 +215,13 @@ class ShapeMethods:
         return self._make_view(apply(_bitcast, (dt,), (self,)), _bitcast, (dt,))
 
     def reshape(self, *shape: Any) -> Any:
+        """Another shape (``-1`` inferred): a view when strides allow one, else a copy (so
+        writes into ``x.t().reshape(-1)`` do not reach ``x``, as in torch)."""
         target = _dims.infer_shape(_dims.shape_args(shape, "reshape"), self.numel(), "reshape")
+        if self._view is not None:
+            old, strides = _layout.layout(self)
+            if _layout.view_strides(old, strides, target) is None:
+                return apply(_reshape, (target,), (self,))
         return self._make_view(apply(_reshape, (target,), (self,)), _reshape, (target,))
 
     def view_as(self, other: Any) -> Any:
@@ -321,8 +337,15 @@ class ShapeMethods:
         return self.reshape(*shape[:d], *inner, *shape[d + 1 :])
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        view = self._view
-        return view is None or all(step[0] in _CONTIGUOUS for step in view.chain)
+        """Whether the elements are in row-major order (torch's strides rule)."""
+        if self._view is None:
+            return True
+        return _layout.is_contiguous(*_layout.layout(self))
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Element strides torch would give this tensor (views included)."""
+        shape, strides = _layout.layout(self)
+        return strides if dim is None else strides[_dims.dim(dim, len(shape))]
 
     def contiguous(self, memory_format: Any = None) -> Any:
         """``self`` when its elements are in row-major order, else a copy (as torch)."""
