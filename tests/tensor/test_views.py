@@ -73,7 +73,7 @@ def test_write_through_view_reaches_base(fn):
         base = _base(lib)
         v = fn(lib, base)
         v.mul_(-1)  # in place on the view
-        v[(0,) * v.ndim] = 100.0 if v.ndim else 100.0  # item assignment on the view
+        v[(0,) * v.ndim] = 100.0  # item assignment on the view
         results.append(np.asarray(base.numpy() if lib is spx else base.detach().numpy()))
     np.testing.assert_array_equal(results[0], results[1])
 
@@ -148,7 +148,7 @@ def test_contiguous_copies_only_when_needed():
 def test_split_pieces_write_through():
     for lib in (spx, torch):
         x = lib.arange(6.0)
-        a, b, c = x.split(2)
+        _, b, c = x.split(2)
         b.zero_()
         c[1] = -1.0
         assert x.tolist() == [0.0, 1.0, 0.0, 0.0, 4.0, -1.0]
