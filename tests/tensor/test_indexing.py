@@ -198,3 +198,15 @@ def test_index_update_inplace_methods():
     check(lambda m, x: x.clone().masked_fill_(x > 0, 1.0), X)
     i = np.array([[[0, 1]]])
     check(lambda m, x, j: x.clone().scatter_reduce_(2, j, m.ones(1, 1, 2), "amax"), X, i)
+
+
+def test_basic_indices_repeated_over_shapes():
+    # Basic indices are parsed once per (shape, index): the result must still follow the shape.
+    for shape in [(3, 4), (5, 2), (3, 4)]:
+        for _ in range(2):
+            check(lambda m, x: (x[-1], x[1:], x[:, ::2], x[None, 0], x[..., 1]), shape)
+            check_raises(lambda m, x: x[5], shape, error=IndexError)
+    x = spx.zeros(4)
+    for i in range(4):
+        x[i] = float(i)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -308,6 +308,50 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     return tuple(spec), tuple(dyn)
 
 
+_PARSED: dict[tuple, tuple] = {}
+_PLAIN = (int, type(None))
+
+
+def _basic_key(index: Any) -> Any:
+    """A hashable key for an index made of ints, slices of ints, None and ``...`` (whose
+    parse depends only on the shape), or None for anything else (arrays, bools, tensors)."""
+    kind = type(index)
+    if kind is int:
+        return index
+    if kind is slice:
+        index = (index,)
+    elif kind is not tuple:
+        return None
+    key = []
+    for e in index:
+        kind = type(e)
+        if kind is int or e is None or e is Ellipsis:
+            key.append(e)
+        elif kind is slice and _plain_slice(e):
+            key.append(("slice", e.start, e.stop, e.step))
+        else:
+            return None
+    return tuple(key)
+
+
+def _plain_slice(e: slice) -> bool:
+    return type(e.start) in _PLAIN and type(e.stop) in _PLAIN and type(e.step) in _PLAIN
+
+
+def _parse_cached(shape: tuple, index: Any) -> tuple[tuple, tuple]:
+    """``_parse`` remembered per shape for basic indices (``x[0]``, ``x[:, 1:3]``, ...)."""
+    key = _basic_key(index)
+    if key is None:
+        return _parse(shape, index)
+    full = (shape, key)
+    found = _PARSED.get(full)
+    if found is None:
+        if len(_PARSED) > 4096:  # loops over many positions: keep the table small
+            _PARSED.clear()
+        found = _PARSED[full] = _parse(shape, index)
+    return found
+
+
 def _all_basic(spec: tuple) -> bool:
     return all(e[0] != "a" for e in spec)
 
@@ -318,7 +362,7 @@ class IndexingMethods:
     __slots__ = ()
 
     def __getitem__(self, index: Any) -> Any:
-        spec, dyn = _parse(self._aval.shape, index)
+        spec, dyn = _parse_cached(self._aval.shape, index)
         out = apply(_index, (spec,), (self, *dyn))
         if _all_basic(spec):
             return self._make_view(out, _index, (spec,), dyn)
@@ -334,7 +378,7 @@ class IndexingMethods:
             # x[mask] = scalar: a select, no need to know where the mask is True.
             self._assign_op(_mask_fill, (), (self, index, value))
             return
-        spec, dyn = _parse(shape, index)
+        spec, dyn = _parse_cached(shape, index)
         self._assign_op(_setitem, (spec,), (self, value, *dyn))
 
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:

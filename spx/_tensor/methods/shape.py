@@ -148,6 +148,24 @@ def _sum_to(x: Any, shape: tuple) -> Any:
     return jnp.sum(x, axis=axes, keepdims=True).reshape(shape)
 
 
+_TARGETS: dict[tuple, tuple] = {}
+
+
+def _target(args: tuple, shape: tuple, what: str) -> tuple:
+    """The shape ``view(*args)``/``reshape(*args)`` resolves to for a tensor of ``shape``.
+
+    Plain int arguments (the common ``x.view(b, t, -1)``) are resolved once per shape: the
+    check and the ``-1`` inference cost more than recording the operation.
+    """
+    if all(type(a) is int for a in args):
+        key = (args, shape)
+        found = _TARGETS.get(key)
+        if found is None:
+            found = _TARGETS[key] = _dims.infer_shape(args, math.prod(shape), what)
+        return found
+    return _dims.infer_shape(_dims.shape_args(args, what), math.prod(shape), what)
+
+
 class ShapeMethods:
     """Sizes, views and shape-changing copies of :class:`spx.Tensor`."""
 
@@ -194,7 +212,7 @@ class ShapeMethods:
         """
         if len(shape) == 1 and not isinstance(shape[0], int | Sequence):
             return self._view_dtype(shape[0])
-        target = _dims.infer_shape(_dims.shape_args(shape, "view"), self.numel(), "view")
+        target = _target(shape, self._aval.shape, "view")
         if self._view is not None:
             old, strides = _layout.layout(self)
             if _layout.view_strides(old, strides, target) is None:
@@ -217,7 +235,7 @@ class ShapeMethods:
     def reshape(self, *shape: Any) -> Any:
         """Another shape (``-1`` inferred): a view when strides allow one, else a copy (so
         writes into ``x.t().reshape(-1)`` do not reach ``x``, as in torch)."""
-        target = _dims.infer_shape(_dims.shape_args(shape, "reshape"), self.numel(), "reshape")
+        target = _target(shape, self._aval.shape, "reshape")
         if self._view is not None:
             old, strides = _layout.layout(self)
             if _layout.view_strides(old, strides, target) is None:
