@@ -21,8 +21,9 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import operand, tensor_arg
 
 __all__ = [
-    "addmm", "baddbmm", "bmm", "cdist", "cross", "dist", "dot", "einsum", "ger", "inner", "kron",
-    "matmul", "mm", "mv", "outer", "tensordot", "vdot",
+    "addbmm", "addmm", "addmv", "addr", "adjoint", "baddbmm", "bmm", "cdist", "cross", "det",
+    "dist", "dot", "einsum", "ger", "inner", "inverse", "kron", "logdet", "matmul", "matrix_exp",
+    "matrix_power", "mm", "mv", "outer", "pinverse", "slogdet", "tensordot", "vdot",
 ]  # fmt: skip
 
 
@@ -140,25 +141,9 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Tensor:
     return apply(_tensordot, (axes,), (x, y))
 
 
-def _cross(a: Any, b: Any, axis: int) -> Any:
-    return jnp.cross(a, b, axis=axis)
-
-
 def cross(input: Any, other: Any, dim: int | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
-    x, y = tensor_arg(input, "cross"), tensor_arg(other, "cross", "other")
-    shape = tuple(jnp.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
-    if dim is None:
-        dim = next((i for i, s in enumerate(shape) if s == 3), None)
-        if dim is None:
-            raise RuntimeError(f"no dimension of size 3 in input {list(shape)}")
-    d = dim % len(shape) if -len(shape) <= dim < len(shape) else dim
-    if not 0 <= d < len(shape) or shape[d] != 3:
-        raise RuntimeError(
-            f"linalg.cross: inputs dimension {dim} must have length 3. Got {list(x.shape)} "
-            f"and {list(y.shape)}"
-        )
-    return apply(_cross, (d,), (x, y))
+    return tensor_arg(input, "cross").cross(tensor_arg(other, "cross", "other"), dim)
 
 
 def _cdist(x1: Any, x2: Any, p: float) -> Any:
@@ -201,4 +186,65 @@ def cdist(x1: Any, x2: Any, p: float = 2.0, compute_mode: str | None = None) -> 
 
 def dist(input: Any, other: Any, p: float = 2.0) -> Tensor:
     """The p-norm of ``input - other`` (mirrors ``torch.dist``)."""
-    return (tensor_arg(input, "dist") - operand(other, "dist")).norm(p)
+    return tensor_arg(input, "dist").dist(operand(other, "dist"), p)
+
+
+def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` (mirrors ``torch.addbmm``)."""
+    x = tensor_arg(input, "addbmm")
+    b1, b2 = tensor_arg(batch1, "addbmm", "batch1"), tensor_arg(batch2, "addbmm", "batch2")
+    return x.addbmm(b1, b2, beta=beta, alpha=alpha)
+
+
+def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)`` (mirrors ``torch.addmv``)."""
+    x = tensor_arg(input, "addmv")
+    m, v = tensor_arg(mat, "addmv", "mat"), tensor_arg(vec, "addmv", "vec")
+    return x.addmv(m, v, beta=beta, alpha=alpha)
+
+
+def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)`` (mirrors ``torch.addr``)."""
+    x = tensor_arg(input, "addr")
+    v1, v2 = tensor_arg(vec1, "addr", "vec1"), tensor_arg(vec2, "addr", "vec2")
+    return x.addr(v1, v2, beta=beta, alpha=alpha)
+
+
+def adjoint(input: Any) -> Tensor:
+    """The conjugate transpose of the last two dimensions (mirrors ``torch.adjoint``)."""
+    return tensor_arg(input, "adjoint").adjoint()
+
+
+def det(input: Any) -> Tensor:
+    """Determinants of square matrices (batched; mirrors ``torch.det``)."""
+    return tensor_arg(input, "det").det()
+
+
+def inverse(input: Any) -> Tensor:
+    """Inverses of square matrices (batched; mirrors ``torch.inverse``)."""
+    return tensor_arg(input, "inverse").inverse()
+
+
+def logdet(input: Any) -> Tensor:
+    """``log(det)``: NaN for a negative determinant, -inf for a singular matrix."""
+    return tensor_arg(input, "logdet").logdet()
+
+
+def slogdet(input: Any) -> Any:
+    """``(sign, logabsdet)`` of square matrices (mirrors ``torch.slogdet``)."""
+    return tensor_arg(input, "slogdet").slogdet()
+
+
+def matrix_power(input: Any, n: int) -> Tensor:
+    """``input`` multiplied by itself ``n`` times (the inverse's for ``n < 0``)."""
+    return tensor_arg(input, "matrix_power").matrix_power(n)
+
+
+def matrix_exp(input: Any) -> Tensor:
+    """The matrix exponential (mirrors ``torch.matrix_exp``)."""
+    return tensor_arg(input, "matrix_exp").matrix_exp()
+
+
+def pinverse(input: Any, rcond: float = 1e-15) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (mirrors ``torch.pinverse``)."""
+    return tensor_arg(input, "pinverse").pinverse(rcond)

@@ -1,4 +1,4 @@
-"""Elementwise math, comparisons, operators and matrix products of :class:`spx.Tensor`.
+"""Elementwise math, comparisons and operators of :class:`spx.Tensor` (products: :mod:`.linalg`).
 
 Type promotion is JAX's, which agrees with torch's where it matters: a Python number does not
 change a tensor's dtype (``x * 2.5`` stays float16 for a float16 ``x``), ints and floats promote
@@ -8,17 +8,16 @@ unless ``jax_enable_x64`` is on (torch: 64-bit).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
-import numpy as np
 from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+from spx._tensor.methods.linalg import LinalgMethods, _checked
 
 
 # Plain functions rather than jnp's ufunc objects: a ufunc's __hash__ costs ~1 µs, paid at
@@ -180,14 +179,6 @@ def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
     return jax.nn.log_softmax(x, axis=axis)
 
 
-def _addmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
-    return beta * x + alpha * (a @ b)
-
-
-def _outer(x: Any, y: Any) -> Any:
-    return jnp.outer(x, y)
-
-
 def _xlogy(x: Any, y: Any) -> Any:
     return jsp.xlogy(x, y)
 
@@ -261,8 +252,7 @@ _BINARY = {
     "greater": jnp.greater, "ge": jnp.greater_equal, "greater_equal": jnp.greater_equal,
     "logical_and": _logical_and, "logical_or": _logical_or, "logical_xor": _logical_xor,
     "bitwise_and": _bitwise_and, "bitwise_or": _bitwise_or, "bitwise_xor": _bitwise_xor,
-    "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy, "vdot": jnp.vdot,
-    "inner": jnp.inner, "outer": _outer, "ger": _outer, "kron": jnp.kron,
+    "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
     "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
     "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp,
@@ -284,45 +274,8 @@ _REFLECTED = {
 }  # fmt: skip
 
 
-_OPERANDS = (int, float, complex, np.ndarray, np.generic, jax.Array)
-
-
-def _checked(other: Any) -> bool:
-    """Whether a binary operator should handle ``other`` (else NotImplemented)."""
-    return hasattr(other, "_ref") or isinstance(other, _OPERANDS)
-
-
-def _matmul(x: Any, y: Any) -> Any:
-    return jnp.matmul(x, y)
-
-
-def _dot(x: Any, y: Any) -> Any:
-    return jnp.dot(x, y)
-
-
-def _matmul_shapes(a: tuple, b: tuple) -> None:
-    """torch's error for ``a @ b`` whose inner sizes differ (JAX's would be a TypeError)."""
-    if not a or not b:
-        raise RuntimeError(
-            f"both arguments to matmul need to be at least 1D, but they are {len(a)}D and {len(b)}D"
-        )
-    k_a = a[-1]
-    k_b = b[0] if len(b) == 1 else b[-2]
-    if k_a != k_b:
-        rows = a if len(a) < 2 else (math.prod(a[:-1]), a[-1])
-        cols = b if len(b) < 2 else (b[-2], b[-1])
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, rows))} and "
-            f"{'x'.join(map(str, cols))})"
-        )
-
-
-def _shape_of(x: Any) -> tuple:
-    return tuple(x._aval.shape) if hasattr(x, "_ref") else tuple(jnp.shape(x))
-
-
-class MathMethods:
-    """Elementwise math, operators and products."""
+class MathMethods(LinalgMethods):
+    """Elementwise math, operators, comparisons (products: :class:`LinalgMethods`)."""
 
     __slots__ = ()
 
@@ -395,79 +348,6 @@ class MathMethods:
     def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
         return apply(_addcdiv, (), (self, tensor1, tensor2, value))
 
-    def addmm(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
-        return apply(_addmm, (), (self, mat1, mat2, beta, alpha))
-
-    def baddbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
-        return apply(_addmm, (), (self, batch1, batch2, beta, alpha))
-
-    addbmm = None  # torch's sum over the batch: not provided (use (b1 @ b2).sum(0))
-
-    # -- matrix products (shapes checked here: torch's RuntimeError, not JAX's TypeError) ----
-    def matmul(self, other: Any) -> Any:
-        """Matrix product with numpy/torch broadcasting (mirrors ``torch.matmul``)."""
-        _matmul_shapes(self._aval.shape, _shape_of(other))
-        return apply(_matmul, (), (self, other))
-
-    def __matmul__(self, other: Any) -> Any:
-        if not _checked(other):
-            return NotImplemented
-        _matmul_shapes(self._aval.shape, _shape_of(other))
-        return apply(_matmul, (), (self, other))
-
-    def __rmatmul__(self, other: Any) -> Any:
-        if not _checked(other):
-            return NotImplemented
-        _matmul_shapes(_shape_of(other), self._aval.shape)
-        return apply(_matmul, (), (other, self))
-
-    def mm(self, mat2: Any) -> Any:
-        """``(n, k) @ (k, m)`` (both 2-D, mirrors ``torch.mm``)."""
-        a, b = self._aval.shape, _shape_of(mat2)
-        if len(a) != 2:
-            raise RuntimeError(f"self must be a matrix (mm got a {len(a)}-D tensor)")
-        if len(b) != 2:
-            raise RuntimeError(f"mat2 must be a matrix (mm got a {len(b)}-D tensor)")
-        _matmul_shapes(a, b)
-        return apply(_matmul, (), (self, mat2))
-
-    def bmm(self, mat2: Any) -> Any:
-        """``(b, n, k) @ (b, k, m)`` (both 3-D, same batch; mirrors ``torch.bmm``)."""
-        a, b = self._aval.shape, _shape_of(mat2)
-        if len(a) != 3:
-            raise RuntimeError(f"batch1 must be a 3D tensor (got {len(a)}-D)")
-        if len(b) != 3:
-            raise RuntimeError(f"batch2 must be a 3D tensor (got {len(b)}-D)")
-        if b[:2] != (a[0], a[2]):
-            raise RuntimeError(
-                f"Expected size for first two dimensions of batch2 tensor to be: "
-                f"[{a[0]}, {a[2]}] but got: [{b[0]}, {b[1]}]."
-            )
-        return apply(_matmul, (), (self, mat2))
-
-    def mv(self, vec: Any) -> Any:
-        """``(n, m) @ (m,)`` (mirrors ``torch.mv``)."""
-        a, b = self._aval.shape, _shape_of(vec)
-        if len(a) != 2 or len(b) != 1 or a[1] != b[0]:
-            raise RuntimeError(
-                f"vector + matrix @ vector expected, got {len(b)}, {len(a)}, {len(b)} "
-                f"(shapes {list(a)} and {list(b)})"
-            )
-        return apply(_matmul, (), (self, vec))
-
-    def dot(self, other: Any) -> Any:
-        """Inner product of two 1-D tensors of the same size (mirrors ``torch.dot``)."""
-        a, b = self._aval.shape, _shape_of(other)
-        if len(a) != 1 or len(b) != 1:
-            raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
-        if a != b:
-            raise RuntimeError(
-                f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have "
-                f"the same number of elements, but got {a[0]} and {b[0]} elements respectively"
-            )
-        return apply(_dot, (), (self, other))
-
-    # -- closeness (torch's rule: |self - other| <= atol + rtol * |other|) -------------------
     def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
         """Elementwise closeness; infinities are close to themselves; NaN only with
         ``equal_nan`` (mirrors ``torch.isclose``)."""
@@ -599,4 +479,3 @@ for _name, _fn in _OPERATORS.items():
     setattr(MathMethods, _name, _operator(_name, _fn, False))
 for _name, _fn in _REFLECTED.items():
     setattr(MathMethods, _name, _operator(_name, _fn, True))
-del MathMethods.addbmm
