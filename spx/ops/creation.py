@@ -28,7 +28,8 @@ from spx.device import device as resolve_device
 __all__ = [
     "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
     "linspace", "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like",
-    "randn", "randn_like", "randperm", "tensor", "zeros", "zeros_like",
+    "randn", "randn_like", "randperm", "scalar_tensor", "tensor", "tril_indices", "triu_indices",
+    "zeros", "zeros_like",
 ]  # fmt: skip
 
 
@@ -348,3 +349,32 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
     """A random permutation of ``0 .. n-1`` (mirrors ``torch.randperm``)."""
     static = (int(n), _dtype(dtype, jnp.int32))
     return _made(_randperm, static, (_key(generator),), device, requires_grad)
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding ``s`` (float32 unless ``dtype`` says otherwise, as torch)."""
+    return tensor(s, dtype=_dtype(dtype, jnp.float32), device=device, requires_grad=requires_grad)
+
+
+def _triangle(which: str, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:
+    pick = np.tril_indices if which == "tril" else np.triu_indices
+    rows, cols = pick(int(row), int(offset), int(col))
+    host = np.stack([rows, cols]).astype(_dtype(dtype, jnp.int32))
+    return _finish(device_array(host), device, False)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the lower triangle of a ``row x col`` matrix (with the
+    ``offset`` diagonal; mirrors ``torch.tril_indices``).
+
+    Example:
+        >>> import spx
+        >>> spx.tril_indices(2, 2).tolist()
+        [[0, 1, 1], [0, 0, 1]]
+    """
+    return _triangle("tril", row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the upper triangle of a ``row x col`` matrix."""
+    return _triangle("triu", row, col, offset, dtype, device)

@@ -22,9 +22,9 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import is_number, operand, tensor_arg
 
 __all__ = [
-    "argwhere", "bucketize", "gather", "index_add", "index_copy", "index_fill", "index_select",
-    "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add", "scatter_reduce",
-    "searchsorted", "take", "take_along_dim", "where",
+    "argwhere", "bucketize", "gather", "index_add", "index_copy", "index_fill", "index_put",
+    "index_select", "masked_fill", "masked_scatter", "masked_select", "nonzero", "put", "scatter",
+    "scatter_add", "scatter_reduce", "searchsorted", "take", "take_along_dim", "where",
 ]  # fmt: skip
 
 
@@ -258,3 +258,24 @@ def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bo
         )
     x = tensor_arg(input, "bucketize")
     return apply(_no_sorter, ("right" if right else "left", jnp.dtype(jnp.int32)), (b, x))
+
+
+def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """A copy with ``values`` at ``input[indices]`` (``indices`` a tuple of index tensors;
+    added there, repeated positions summed, with ``accumulate``)."""
+    ts = tuple(tensor_arg(i, "index_put", "indices") for i in indices)
+    return tensor_arg(input, "index_put").index_put(ts, operand(values, "index_put"), accumulate)
+
+
+def masked_scatter(input: Any, mask: Any, source: Any) -> Tensor:
+    """A copy where the True positions of ``mask`` take ``source``'s elements in order."""
+    x = tensor_arg(input, "masked_scatter")
+    m = tensor_arg(mask, "masked_scatter", "mask")
+    return x.masked_scatter(m, tensor_arg(source, "masked_scatter", "source"))
+
+
+def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Tensor:
+    """A copy with ``source`` written (or added) at the flat positions ``index``."""
+    x = tensor_arg(input, "put")
+    idx = tensor_arg(index, "put", "index")
+    return x.put(idx, tensor_arg(source, "put", "source"), accumulate)

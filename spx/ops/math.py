@@ -34,13 +34,14 @@ _BINARY_NAMES = (
     "float_power", "atan2", "arctan2", "fmax", "fmin", "logical_and", "logical_or",
     "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
     "bitwise_right_shift", "hypot", "copysign", "xlogy", "logaddexp", "logaddexp2",
-    "heaviside", "gcd", "lcm", "ldexp",
+    "heaviside", "gcd", "lcm", "ldexp", "igamma", "igammac", "nextafter",
 )  # fmt: skip
 
 __all__ = [
-    *_UNARY_NAMES, *_BINARY_NAMES, "add", "addcdiv", "addcmul", "clamp", "clamp_max",
-    "clamp_min", "clip", "div", "divide", "lerp", "log_softmax", "logit", "nan_to_num", "round",
-    "rsub", "softmax", "sub", "subtract",
+    *_UNARY_NAMES, *_BINARY_NAMES,
+    "add", "addcdiv", "addcmul", "clamp", "clamp_max", "clamp_min", "clip", "diff", "div", "divide",
+    "lerp", "log_softmax", "logit", "mvlgamma", "nan_to_num", "polygamma", "round", "rsub",
+    "softmax", "sub", "subtract",
 ]  # fmt: skip
 
 
@@ -185,3 +186,27 @@ def softmax(input: Any, dim: int, dtype: Any = None) -> Tensor:
 def log_softmax(input: Any, dim: int, dtype: Any = None) -> Tensor:
     """``log(softmax(x))`` along ``dim``, computed stably (mirrors ``torch.log_softmax``)."""
     return tensor_arg(input, "log_softmax").log_softmax(dim, dtype)
+
+
+def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None):
+    """``n``-th forward difference along ``dim`` (mirrors ``torch.diff``).
+
+    Example:
+        >>> import spx
+        >>> spx.diff(spx.tensor([1, 4, 9])).tolist()
+        [3, 5]
+    """
+    x = tensor_arg(input, "diff")
+    pre = None if prepend is None else tensor_arg(prepend, "diff", "prepend")
+    app = None if append is None else tensor_arg(append, "diff", "append")
+    return x.diff(n, dim, pre, app)
+
+
+def polygamma(n: int, input: Any) -> Tensor:
+    """The ``n``-th derivative of the digamma function (mirrors ``torch.polygamma``)."""
+    return tensor_arg(input, "polygamma").polygamma(n)
+
+
+def mvlgamma(input: Any, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension ``p`` (mirrors ``torch.mvlgamma``)."""
+    return tensor_arg(input, "mvlgamma").mvlgamma(p)

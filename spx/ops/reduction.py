@@ -21,10 +21,11 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import tensor_arg
 
 __all__ = [
-    "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "count_nonzero", "cummax",
-    "cummin", "cumprod", "cumsum", "logcumsumexp", "logsumexp", "max", "mean",
-    "median", "min", "mode", "nanmean", "nanmedian", "nanquantile", "nansum", "norm", "prod",
-    "quantile", "std", "std_mean", "sum", "unique", "unique_consecutive", "var", "var_mean",
+    "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "bincount", "corrcoef",
+    "count_nonzero", "cov", "cummax", "cummin", "cumprod", "cumsum", "histc", "logcumsumexp",
+    "logsumexp", "max", "mean", "median", "min", "mode", "nanmean", "nanmedian", "nanquantile",
+    "nansum", "norm", "prod", "quantile", "std", "std_mean", "sum", "unique", "unique_consecutive",
+    "var", "var_mean",
 ]  # fmt: skip
 
 
@@ -255,3 +256,35 @@ def unique_consecutive(
     """Collapse runs of equal consecutive values (mirrors ``torch.unique_consecutive``)."""
     x = tensor_arg(input, "unique_consecutive")
     return x.unique_consecutive(return_inverse, return_counts, dim)
+
+
+def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Tensor:
+    """Occurrences of each value of a 1-D non-negative integer tensor (or sums of
+    ``weights``); its length depends on the values, read now (mirrors ``torch.bincount``).
+
+    Example:
+        >>> import spx
+        >>> spx.bincount(spx.tensor([0, 2, 2])).tolist()
+        [1, 0, 2]
+    """
+    x = tensor_arg(input, "bincount")
+    w = None if weights is None else tensor_arg(weights, "bincount", "weights")
+    return x.bincount(w, minlength)
+
+
+def histc(input: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
+    """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+    return tensor_arg(input, "histc").histc(bins, min, max)
+
+
+def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any = None):
+    """Covariance of the rows (variables) over the columns (observations); mirrors torch."""
+    x = tensor_arg(input, "cov")
+    fw = None if fweights is None else tensor_arg(fweights, "cov", "fweights")
+    aw = None if aweights is None else tensor_arg(aweights, "cov", "aweights")
+    return x.cov(correction=correction, fweights=fw, aweights=aw)
+
+
+def corrcoef(input: Any) -> Tensor:
+    """Pearson correlation coefficients of the rows (mirrors ``torch.corrcoef``)."""
+    return tensor_arg(input, "corrcoef").corrcoef()

@@ -16,10 +16,12 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -30,13 +32,15 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import tensor_arg, tensor_list
 
 __all__ = [
-    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
-    "broadcast_to", "cat", "chunk", "clone", "column_stack", "concat", "concatenate", "diag",
-    "diag_embed", "diagonal", "dsplit", "dstack", "flatten", "flip", "fliplr", "flipud", "hsplit",
-    "hstack", "meshgrid", "moveaxis", "movedim", "narrow", "numel", "permute", "ravel",
-    "repeat_interleave", "reshape", "roll", "rot90", "select", "split", "squeeze", "stack",
-    "swapaxes", "swapdims", "t", "tensor_split", "tile", "trace", "transpose", "tril", "triu",
-    "unbind", "unflatten", "unsqueeze", "vsplit", "vstack",
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "broadcast_tensors",
+    "broadcast_to", "cartesian_prod", "cat", "chunk", "clone", "column_stack", "combinations",
+    "concat", "concatenate", "diag", "diag_embed", "diagflat", "diagonal", "diagonal_scatter",
+    "dsplit", "dstack", "flatten", "flip", "fliplr", "flipud", "hsplit", "hstack", "meshgrid",
+    "moveaxis", "movedim", "narrow", "narrow_copy", "numel", "permute", "ravel",
+    "repeat_interleave", "reshape", "roll", "rot90", "select", "select_scatter", "slice_scatter",
+    "split", "squeeze", "stack", "swapaxes", "swapdims", "t", "tensor_split", "tile", "trace",
+    "transpose", "tril", "triu", "unbind", "unflatten", "unsafe_chunk", "unsafe_split", "unsqueeze",
+    "vsplit", "vstack",
 ]  # fmt: skip
 
 
@@ -460,3 +464,108 @@ def numel(input: Any) -> int:
 def clone(input: Any, *, memory_format: Any = None) -> Tensor:
     """A copy with its own storage; gradients flow back to ``input`` (mirrors torch)."""
     return tensor_arg(input, "clone").clone()
+
+
+unsafe_chunk = chunk
+unsafe_split = split
+
+
+def diagflat(input: Any, offset: int = 0) -> Tensor:
+    """The flattened ``input`` as the ``offset`` diagonal of a matrix."""
+    return tensor_arg(input, "diagflat").diagflat(offset)
+
+
+def narrow_copy(input: Any, dim: int, start: Any, length: int) -> Tensor:
+    """A copy of ``input.narrow(dim, start, length)``."""
+    return tensor_arg(input, "narrow_copy").narrow_copy(dim, start, length)
+
+
+def select_scatter(input: Any, src: Any, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` at ``index`` along ``dim`` (differentiable in both)."""
+    x = tensor_arg(input, "select_scatter")
+    return x.select_scatter(tensor_arg(src, "select_scatter", "src"), dim, index)
+
+
+def slice_scatter(
+    input: Any, src: Any, dim: int = 0, start: int | None = None, end: int | None = None, step=1
+) -> Tensor:
+    """A copy of ``input`` with ``src`` in ``[start:end:step]`` along ``dim``."""
+    x = tensor_arg(input, "slice_scatter")
+    return x.slice_scatter(tensor_arg(src, "slice_scatter", "src"), dim, start, end, step)
+
+
+def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """A copy of ``input`` with ``src`` on the given diagonal."""
+    x = tensor_arg(input, "diagonal_scatter")
+    return x.diagonal_scatter(tensor_arg(src, "diagonal_scatter", "src"), offset, dim1, dim2)
+
+
+def cartesian_prod(*tensors: Any) -> Tensor:
+    """All combinations of one element of each 1-D tensor, as rows (itertools.product).
+
+    Example:
+        >>> import spx
+        >>> spx.cartesian_prod(spx.tensor([1, 2]), spx.tensor([3, 4])).tolist()
+        [[1, 3], [1, 4], [2, 3], [2, 4]]
+    """
+    ts = [tensor_arg(t, "cartesian_prod", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    for t in ts:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], dim=1)
+
+
+def _rows(x: Any, idx: tuple) -> Any:
+    return x[np.asarray(idx, dtype=np.int32).reshape(-1, len(idx[0]) if idx else 0)]
+
+
+def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of a 1-D tensor's elements, as rows (itertools order).
+
+    Example:
+        >>> import spx
+        >>> spx.combinations(spx.tensor([1, 2, 3])).tolist()
+        [[1, 2], [1, 3], [2, 3]]
+    """
+    x = tensor_arg(input, "combinations")
+    if x.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(x.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = tuple(pick(range(x.shape[0]), r))
+    if not idx or r == 0:
+        return apply(_empty_like_rows, (x.dtype,), ())
+    return apply(_rows, (idx,), (x,))
+
+
+def _empty_like_rows(dtype: Any) -> Any:
+    return jnp.zeros((0,), dtype)
+
+
+def _block_diag(*args: Any) -> Any:
+    *blocks, _ = args
+    return jax.scipy.linalg.block_diag(*blocks)
+
+
+def block_diag(*tensors: Any) -> Tensor:
+    """A block-diagonal matrix of the (at most 2-D) tensors (mirrors ``torch.block_diag``)."""
+    ts = []
+    for i, t in enumerate(tensors):
+        x = tensor_arg(t, "block_diag", f"tensors[{i}]")
+        if x.ndim > 2:
+            raise RuntimeError(
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} "
+                f"has {x.ndim} dimensions"
+            )
+        ts.append(x.reshape(1, -1) if x.ndim < 2 else x)
+    if not ts:
+        return apply(_empty_matrix, (), ())
+    return apply(_block_diag, (len(ts),), tuple(ts))
+
+
+def _empty_matrix() -> Any:
+    return jnp.zeros((1, 0), jnp.float32)

@@ -154,3 +154,37 @@ def test_accepts_jax_and_numpy():
     assert isinstance(out, spx.Tensor) and out.tolist() == [[2.0], [3.0]]
     assert spx.where(np.array([True, False]), 1.0, 2.0).tolist() == [1.0, 2.0]
     assert spx.index_select(np.eye(2, dtype=np.float32), 0, jnp.array([1])).tolist() == [[0, 1]]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put(accumulate):
+    rows, cols = np.array([0, 2, 0]), np.array([1, 1, 1])
+    check(lambda m, x, r, c: m.index_put(x, (r, c), m.tensor(5.0), accumulate), X, rows, cols)
+    check(lambda m, x, r, c, v: x.index_put((r, c), v, accumulate=accumulate), X, rows, cols,
+          (3,))  # fmt: skip
+    check(lambda m, x, r: x.index_put((r,), m.ones(4), accumulate), X, rows)
+
+    def inplace(m, x, r, c, v):
+        y = x.clone()
+        assert y.index_put_((r, c), v, accumulate) is y
+        return y
+
+    check(inplace, X, rows, cols, (3,))
+    # distinct positions: with repeated ones and no accumulate, which write wins (and where
+    # the gradient goes) is unspecified in torch
+    rows, cols = (rows, cols) if accumulate else (np.array([0, 2, 1]), cols)
+    check_grad(lambda m, x, r, c, v: x.index_put((r, c), v, accumulate), X, rows, cols, (3,))
+
+
+def test_masked_scatter_and_put():
+    mask = np.array([[True, False, True, False], [False, True, False, False], [True] * 4])
+    check(lambda m, x, k, s: m.masked_scatter(x, k, s), X, mask, (12,))
+    check(lambda m, x, k, s: x.masked_scatter(k, s), X, mask[0].copy(), (3, 5))
+    check(lambda m, x, k, s: x.clone().masked_scatter_(k, s), X, mask, (4, 4))
+    check_grad(lambda m, x, k, s: m.masked_scatter(x, k, s), X, mask, (12,))
+    idx = np.array([0, 11, 5])
+    check(lambda m, x, i, s: m.put(x, i, s), X, idx, (3,))
+    check(lambda m, x, i, s: x.put(i, s, accumulate=True), X, np.array([1, 1, 2]), (3,))
+    check(lambda m, x, i, s: x.clone().put_(i, s), X, idx, (3,))
+    check_grad(lambda m, x, i, s: m.put(x, i, s), X, idx, (3,))
+    check_raises(lambda m, x: x.masked_scatter(x, x), X, error=RuntimeError)

@@ -168,3 +168,13 @@ def test_every_function_is_documented_and_exists_in_torch():
         assert hasattr(torch, name), f"spx.{name} has no torch counterpart"
         if callable(fn) and not isinstance(fn, type) and fn.__module__ != "spx.ops.creation":
             assert fn.__doc__, f"spx.{name} has no docstring"
+
+
+def test_special_functions():
+    check(lambda m, a: m.polygamma(1, a), POS, rtol=1e-4)
+    check(lambda m, a: a.polygamma(2), POS, rtol=1e-4)
+    check(lambda m, a: m.mvlgamma(a + 2, 2), POS, rtol=1e-5)
+    check(lambda m, a, b: m.igamma(a, b), POS, POS[::-1].copy(), rtol=1e-4)
+    check(lambda m, a, b: m.igammac(a, b), POS, POS[::-1].copy(), rtol=1e-4)
+    check(lambda m, a, b: m.nextafter(a, b), X, X)
+    check_grad(lambda m, a: m.polygamma(1, a), POS, rtol=1e-3)

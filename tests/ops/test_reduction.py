@@ -162,3 +162,37 @@ def test_accepts_arrays_and_numbers():
     assert spx.max(3.0).item() == 3.0
     values, indices = spx.max(np.array([[1.0, 7.0]], np.float32), dim=1)
     assert values.tolist() == [7.0] and indices.tolist() == [1]
+
+
+def test_bincount():
+    x = np.array([0, 2, 2, 5, 1])
+    check(lambda m, t: m.bincount(t), x)
+    check(lambda m, t: t.bincount(minlength=8), x)
+    check(lambda m, t, w: m.bincount(t, w), x, (5,))
+    check(lambda m, t, w: m.bincount(t, weights=w, minlength=7), x, (5,))
+    check(lambda m, t: m.bincount(t), np.zeros(0, np.int64))
+    check_raises(lambda m, t: m.bincount(t), np.array([1, -1]), error=RuntimeError)
+    check_raises(lambda m, t: m.bincount(t), np.array([[1]]), error=RuntimeError)
+    check_raises(lambda m, t: m.bincount(t), (3,), error=RuntimeError)
+
+
+def test_histc():
+    x = np.array([1.0, 2.0, 1.0, 4.0, 3.0, -1.0, 2.5], np.float32)
+    check(lambda m, t: m.histc(t, bins=4, min=0, max=3), x)
+    check(lambda m, t: m.histc(t, bins=3), x)
+    check(lambda m, t: t.histc(5, -2, 5), x)
+    check(lambda m, t: m.histc(t, bins=4), np.array([2.0, 2.0], np.float32))
+    check(lambda m, t: m.histc(t, 10), (50,))
+    check_raises(lambda m, t: m.histc(t, 4, 3, 1), x, error=RuntimeError)
+
+
+def test_cov_corrcoef():
+    check(lambda m, t: m.cov(t), (3, 6), rtol=1e-5)
+    check(lambda m, t: m.cov(t, correction=0), (3, 6), rtol=1e-5)
+    check(lambda m, t: t.cov(), (6,), rtol=1e-5)
+    fw, aw = np.array([1, 2, 1, 3]), data((4,), 8, "pos")
+    check(lambda m, t, f, a: m.cov(t, fweights=f, aweights=a), (2, 4), fw, aw, rtol=1e-5)
+    check(lambda m, t: m.corrcoef(t), (3, 6), rtol=1e-5, atol=1e-6)
+    check(lambda m, t: m.cov(t), data((2, 5), kind="int"), rtol=1e-5)
+    check_grad(lambda m, t: m.cov(t), (3, 6), rtol=1e-4)
+    check_grad(lambda m, t: m.corrcoef(t), (3, 6), rtol=1e-4)

@@ -241,3 +241,70 @@ def test_numel():
     check(lambda m, a: m.numel(a), (2, 3, 4))
     assert spx.numel(np.zeros((2, 5))) == 10
     assert spx.numel(jnp.zeros(7)) == 7
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_diff(n):
+    check(lambda m, a: m.diff(a, n), (3, 5))
+    check(lambda m, a: m.diff(a, n=n, dim=0), (3, 5))
+    check(lambda m, a, p: m.diff(a, n, 1, prepend=p), (3, 5), (3, 2))
+    check(lambda m, a, q: a.diff(n, -1, append=q), (3, 5), (3, 1))
+    check(lambda m, a, p, q: m.diff(a, n, 0, p, q), (3, 5), (1, 5), (2, 5))
+    check(lambda m, a: m.diff(a, n), data((6,), kind="int"))
+    check(lambda m, a: m.diff(a > 0, n), (6,))
+    check_grad(lambda m, a, p: m.diff(a, n, 1, prepend=p), (3, 5), (3, 2))
+
+
+def test_diagflat_narrow_copy():
+    check(lambda m, a: m.diagflat(a), (2, 2))
+    check(lambda m, a: m.diagflat(a, -1), (3,))
+    check(lambda m, a: a.diagflat(2), (3,))
+    check_grad(lambda m, a: m.diagflat(a, 1), (2, 2))
+    for lib in (spx, torch):
+        x = lib.zeros(4)
+        lib.narrow_copy(x, 0, 1, 2).fill_(1.0)
+        assert x.tolist() == [0.0] * 4
+    check(lambda m, a: m.narrow_copy(a, 1, 1, 2), (2, 4))
+
+
+SCATTERS = [
+    ("select", lambda m, x, s: m.select_scatter(x, s, 0, 1), (3, 4), (4,)),
+    ("select_dim", lambda m, x, s: x.select_scatter(s, 1, -1), (3, 4), (3,)),
+    ("slice", lambda m, x, s: m.slice_scatter(x, s, start=1), (3, 4), (2, 4)),
+    ("slice_step", lambda m, x, s: m.slice_scatter(x, s, 1, 0, 4, 2), (3, 4), (3, 2)),
+    ("diagonal", lambda m, x, s: m.diagonal_scatter(x, s), (3, 4), (3,)),
+    ("diagonal_offset", lambda m, x, s: x.diagonal_scatter(s, 1), (3, 4), (3,)),
+]
+
+
+@pytest.mark.parametrize("fn,x,s", [c[1:] for c in SCATTERS], ids=[c[0] for c in SCATTERS])
+def test_slice_scatters(fn, x, s):
+    check(fn, x, s)
+    check_grad(fn, x, s)
+
+
+def test_scatters_leave_input_unchanged():
+    x = spx.zeros(2, 2)
+    out = spx.select_scatter(x, spx.ones(2), 0, 0)
+    assert x.sum().item() == 0.0 and out.sum().item() == 2.0
+
+
+def test_cartesian_prod_combinations_block_diag():
+    check(lambda m, a, b: m.cartesian_prod(a, b), (2,), (3,))
+    check(lambda m, a, b, c: m.cartesian_prod(a, b, c), (2,), (1,), (2,))
+    check(lambda m, a: m.cartesian_prod(a), (3,))
+    check_grad(lambda m, a, b: m.cartesian_prod(a, b), (2,), (3,))
+    for r in (1, 2, 3):
+        check(lambda m, a, r=r: m.combinations(a, r), (4,))
+        check(lambda m, a, r=r: m.combinations(a, r, with_replacement=True), (3,))
+    check_grad(lambda m, a: m.combinations(a, 2), (4,))
+    check(lambda m, a, b, c: m.block_diag(a, b, c), (2, 2), (3,), (1, 3))
+    check(lambda m, a, b: m.block_diag(a, b.int()), (2, 2), (2, 1))
+    check_grad(lambda m, a, b: m.block_diag(a, b), (2, 2), (1, 3))
+    check_raises(lambda m, a: m.block_diag(a), (2, 2, 2), error=RuntimeError)
+
+
+def test_unsafe_aliases():
+    check(lambda m, a: m.unsafe_chunk(a, 2), (4, 3))
+    check(lambda m, a: m.unsafe_split(a, 3, 1), (4, 3))
+    check(lambda m, a: a.unsafe_split_with_sizes([1, 3]), (4, 3))

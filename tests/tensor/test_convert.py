@@ -269,3 +269,10 @@ def test_device():
     x = spx.ones(2)
     assert x.device == jax.devices("cpu")[0] and x.is_cpu
     assert x.cpu() is x
+
+
+def test_conj_neg_bits():
+    for lib in (torch, spx):
+        x = lib.ones(2)
+        assert not x.is_conj() and not x.is_neg()
+        assert x.resolve_conj() is x and x.resolve_neg() is x

@@ -43,6 +43,10 @@ _ARGS = {
     "cumsum": lambda m: (1,), "cumprod": lambda m: (0,), "round": lambda m: (),
     "nan_to_num": lambda m: (), "logit": lambda m: (), "heaviside": lambda m: (m.ones(4),),
     "ldexp": lambda m: (m.ones(4),), "baddbmm": lambda m: (m.ones(2, 3, 2), m.ones(2, 2, 4)),
+    "addbmm": lambda m: (m.ones(5, 3, 2), m.ones(5, 2, 4)), "addmv": lambda m: (m.ones(4, 2),
+    m.ones(2)), "addr": lambda m: (m.ones(3), m.ones(4)), "igamma": lambda m: (m.ones(4),),
+    "igammac": lambda m: (m.ones(4),), "nextafter": lambda m: (m.zeros(4),),
+    "polygamma": lambda m: (1,), "mvlgamma": lambda m: (2,),
 }  # fmt: skip
 _POSITIVE = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "lgamma", "digamma",
              "pow", "float_power", "xlogy"]  # fmt: skip
@@ -51,6 +55,9 @@ _INPUT = {
     **dict.fromkeys(["asin", "arcsin", "acos", "arccos", "atanh", "arctanh", "erfinv"], UNIT),
     "logit": POS / 2,
     "baddbmm": data((2, 3, 4)),
+    "addmv": data((4,)),
+    **dict.fromkeys(["igamma", "igammac", "polygamma"], POS),
+    "mvlgamma": POS + 2,
     **dict.fromkeys(["acosh", "arccosh"], POS + 1),
 }
 _INT_ONLY = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
@@ -227,8 +234,16 @@ def test_uniform_normal_inplace():
     assert set(np.unique(r.numpy())) == {3, 4, 5, 6}
     r2 = spx.zeros(1000).random_(5)
     assert set(np.unique(r2.numpy())) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+    c = spx.zeros(20000).cauchy_(1.0, 2.0)
+    assert abs(c.median().item() - 1.0) < 0.1  # the median (a Cauchy has no mean)
+    q = (c - 1).abs().quantile(0.5).item()
+    assert abs(q - 2.0) < 0.15  # half the mass within sigma of the median
+    ln = spx.zeros(20000).log_normal_(0.5, 0.25)
+    assert ln.min().item() > 0 and abs(ln.log().mean().item() - 0.5) < 0.01
+    g = spx.zeros(20000).geometric_(0.25)
+    assert g.min().item() == 1.0 and abs(g.mean().item() - 4.0) < 0.15
     x = spx.zeros(3)
-    assert x.uniform_() is x and x.normal_() is x
+    assert x.uniform_() is x and x.normal_() is x and x.cauchy_() is x
 
 
 def test_random_inplace_on_leaf_needs_no_grad():

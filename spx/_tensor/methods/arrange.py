@@ -10,6 +10,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
@@ -70,6 +71,25 @@ def _sum_to(x: Any, shape: tuple) -> Any:
         lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1
     )
     return jnp.sum(x, axis=axes, keepdims=True).reshape(shape)
+
+
+def _diff(x: Any, *rest: Any) -> Any:
+    *edges, n, axis, where = rest
+    it = iter(edges)
+    prepend = next(it) if where[0] else None
+    append = next(it) if where[1] else None
+    if x.dtype == jnp.bool_:  # torch: consecutive bools differ by logical xor
+        out = x
+        for _ in range(n):
+            parts = [p for p in (prepend, out, append) if p is not None]
+            full = jnp.concatenate(parts, axis=axis) if len(parts) > 1 else out
+            out = jnp.logical_xor(
+                lax.slice_in_dim(full, 1, full.shape[axis], axis=axis),
+                lax.slice_in_dim(full, 0, full.shape[axis] - 1, axis=axis),
+            )
+            prepend = append = None
+        return out
+    return jnp.diff(x, n, axis=axis, prepend=prepend, append=append)
 
 
 class ArrangeMethods:
@@ -179,3 +199,41 @@ class ArrangeMethods:
         sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
         ds = _dims.dims(dims, self.ndim)
         return apply(_roll, (sh, ds), (self,))
+
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+        """``n``-th forward difference along ``dim``, after joining ``prepend``/``append``."""
+        if self.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        d = _dims.dim(dim, self.ndim)
+        edges = tuple(e for e in (prepend, append) if e is not None)
+        where = (prepend is not None, append is not None)
+        return apply(_diff, (int(n), d, where), (self, *edges))
+
+    def diagflat(self, offset: int = 0) -> Any:
+        """The flattened tensor as the ``offset`` diagonal of a matrix."""
+        return self.reshape(-1).diag(offset)
+
+    def narrow_copy(self, dim: int, start: Any, length: int) -> Any:
+        return self.narrow(dim, start, length).clone()
+
+    # -- copies with a slice replaced (functional forms of writing into a view) ----------------
+    def select_scatter(self, src: Any, dim: int, index: int) -> Any:
+        """A copy of ``self`` with ``src`` at ``index`` along ``dim``."""
+        out = self.clone()
+        out.select(dim, index).copy_(src)
+        return out
+
+    def slice_scatter(
+        self, src: Any, dim: int = 0, start: int | None = None, end: int | None = None, step=1
+    ) -> Any:
+        """A copy of ``self`` with ``src`` in ``[start:end:step]`` along ``dim``."""
+        out = self.clone()
+        d = _dims.dim(dim, self.ndim)
+        out[(slice(None),) * d + (slice(start, end, step),)].copy_(src)
+        return out
+
+    def diagonal_scatter(self, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+        """A copy of ``self`` with ``src`` on the given diagonal."""
+        out = self.clone()
+        out.diagonal(offset, dim1, dim2).copy_(src)
+        return out

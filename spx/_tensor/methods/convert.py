@@ -101,6 +101,19 @@ class ConvertMethods:
     def is_signed(self) -> bool:
         return bool(jnp.issubdtype(self.dtype, jnp.signedinteger) or self.is_floating_point())
 
+    # spx has no lazy conjugate/negative bits (torch's views of complex tensors): never set.
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def resolve_conj(self) -> Any:
+        return self
+
+    def resolve_neg(self) -> Any:
+        return self
+
     def element_size(self) -> int:
         return np.dtype(self.dtype).itemsize
 

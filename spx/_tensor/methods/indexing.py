@@ -62,6 +62,30 @@ def _setitem(x: Any, value: Any, *rest: Any) -> Any:
     return x.reshape(-1).at[where.reshape(-1)].set(value.reshape(-1)).reshape(x.shape)
 
 
+def _additem(x: Any, value: Any, *rest: Any) -> Any:
+    """``x`` with ``value`` added at ``x[index]`` (repeated positions accumulate)."""
+    positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
+    where = _index(positions, *rest)
+    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    return x.reshape(-1).at[where.reshape(-1)].add(value.reshape(-1)).reshape(x.shape)
+
+
+def _masked_scatter(x: Any, mask: Any, source: Any) -> Any:
+    """The i-th True position of ``mask`` (row-major) takes ``source.flatten()[i]``."""
+    mask = jnp.broadcast_to(mask, x.shape)
+    flat = mask.reshape(-1)
+    take = jnp.clip(jnp.cumsum(flat) - 1, 0, max(source.size - 1, 0))
+    picked = source.reshape(-1).astype(x.dtype)[take].reshape(x.shape)
+    return jnp.where(mask, picked, x)
+
+
+def _put(x: Any, index: Any, source: Any, accumulate: bool) -> Any:
+    flat = x.reshape(-1)
+    at = flat.at[index.reshape(-1)]
+    src = source.reshape(-1).astype(x.dtype)
+    return (at.add(src) if accumulate else at.set(src)).reshape(x.shape)
+
+
 def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return jnp.where(mask, jnp.asarray(value).astype(x.dtype), x)
@@ -178,6 +202,15 @@ def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None)
     if s_shape and any(a > b for a, b in zip(i_shape, s_shape, strict=False)):
         raise RuntimeError(
             f"{what}(): Expected index {list(i_shape)} to be no larger than src {list(s_shape)}"
+        )
+
+
+def _check_bool_mask(what: str, mask: Any) -> None:
+    dtype = getattr(mask, "dtype", None)
+    if dtype is not None and dtype != jnp.bool_:
+        raise RuntimeError(
+            f"{what} only supports boolean masks, but got mask with dtype {dtype}; compare "
+            "first, e.g. mask != 0"
         )
 
 
@@ -444,6 +477,33 @@ class IndexingMethods:
     def index_fill(self, dim: int, index: Any, value: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
         return apply(_index_update, (d, "fill"), (self, index, value, 1))
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """A copy with ``values`` at ``self[indices]`` (added there with ``accumulate``)."""
+        return self.clone().index_put_(indices, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """``self[indices] = values`` (``+=``, repeated positions summed, with ``accumulate``)."""
+        if not isinstance(indices, tuple | list):
+            raise TypeError("index_put_(): indices must be a tuple of tensors, e.g. (rows, cols)")
+        spec, dyn = _parse(self._aval.shape, tuple(indices))
+        fn = _additem if accumulate else _setitem
+        return self._assign_op(fn, (spec,), (self, values, *dyn))
+
+    def masked_scatter(self, mask: Any, source: Any) -> Any:
+        """A copy where the True positions of ``mask`` take ``source``'s elements in order."""
+        _check_bool_mask("masked_scatter_", mask)
+        return apply(_masked_scatter, (), (self, mask, source))
+
+    def masked_scatter_(self, mask: Any, source: Any) -> Any:
+        return self._assign(self.masked_scatter(mask, source))
+
+    def put(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        """A copy with ``source`` written at the flat positions ``index``."""
+        return apply(_put, (bool(accumulate),), (self, index, source))
+
+    def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        return self._assign(self.put(index, source, accumulate))
 
     def masked_select(self, mask: Any) -> Any:
         """The elements where ``mask`` (broadcast to ``self``) is True, as a 1-D tensor."""

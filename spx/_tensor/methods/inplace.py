@@ -41,6 +41,18 @@ def _exponential(key: Any, lambd: Any, shape: tuple, dtype: Any) -> Any:
     return (jax.random.exponential(key, shape, jnp.float32) / lambd).astype(dtype)
 
 
+def _cauchy(key: Any, median: Any, sigma: Any, shape: tuple, dtype: Any) -> Any:
+    return (median + sigma * jax.random.cauchy(key, shape, jnp.float32)).astype(dtype)
+
+
+def _log_normal(key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
+    return jnp.exp(mean + std * jax.random.normal(key, shape, jnp.float32)).astype(dtype)
+
+
+def _geometric(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.geometric(key, p, shape).astype(dtype)
+
+
 def _randint(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.randint(key, shape, lo, hi, jnp.int32).astype(dtype)
 
@@ -147,6 +159,20 @@ class InplaceMethods:
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_exponential, static, (_key(generator), lambd))
 
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Any:
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_cauchy, static, (_key(generator), median, sigma))
+
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Any:
+        """Samples whose logarithm is normal with ``mean`` and ``std``."""
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_log_normal, static, (_key(generator), mean, std))
+
+    def geometric_(self, p: float, *, generator: Any = None) -> Any:
+        """Number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
+        static = (tuple(self.shape), np.dtype(self.dtype))
+        return self._assign_op(_geometric, static, (_key(generator), p))
+
     def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Any:
         if to is None:
             from_, to = 0, from_ if from_ else 2**24
@@ -238,7 +264,8 @@ _FROM_OUT_OF_PLACE = (
     "ge", "xlogy", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
     "index_fill", "cumsum", "cumprod", "sinc", "i0", "arccosh", "arcsinh", "arctanh", "less",
     "less_equal", "greater", "greater_equal", "not_equal", "bitwise_left_shift",
-    "bitwise_right_shift", "heaviside", "gcd", "lcm", "ldexp", "square",
+    "bitwise_right_shift", "heaviside", "gcd", "lcm", "ldexp", "square", "igamma", "igammac",
+    "nextafter", "polygamma", "mvlgamma", "addmv", "addr", "addbmm",
 )  # fmt: skip
 
 

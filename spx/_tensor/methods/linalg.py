@@ -248,7 +248,13 @@ class LinalgMethods:
 
     def cross(self, other: Any, dim: int | None = None) -> Any:
         """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
-        shape = tuple(np.broadcast_shapes(tuple(self.shape), _shape_of(other)))
+        try:
+            shape = tuple(np.broadcast_shapes(tuple(self.shape), _shape_of(other)))
+        except ValueError:
+            raise RuntimeError(
+                f"linalg.cross: the shapes {list(self.shape)} and {list(_shape_of(other))} do "
+                "not broadcast"
+            ) from None
         if dim is None:
             dim = next((i for i, s in enumerate(shape) if s == 3), None)
             if dim is None:

@@ -216,6 +216,14 @@ def _bitwise_not(x: Any) -> Any:
     return jnp.logical_not(x) if x.dtype == jnp.bool_ else jnp.bitwise_not(x)
 
 
+def _polygamma(x: Any, n: int) -> Any:
+    return jsp.polygamma(n, _float(x))
+
+
+def _mvlgamma(x: Any, p: int) -> Any:
+    return jsp.multigammaln(_float(x), p)
+
+
 def _isposinf(x: Any) -> Any:
     return jnp.isposinf(x)
 
@@ -255,7 +263,8 @@ _BINARY = {
     "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
     "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
-    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp,
+    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": jsp.gammainc,
+    "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
 }  # fmt: skip
 
 _OPERATORS = {
@@ -371,6 +380,14 @@ class MathMethods(LinalgMethods):
 
     def isreal(self) -> Any:
         return apply(_isreal, (), (self,))
+
+    def polygamma(self, n: int) -> Any:
+        """The ``n``-th derivative of the digamma function (mirrors ``torch.polygamma``)."""
+        return apply(_polygamma, (int(n),), (self,))
+
+    def mvlgamma(self, p: int) -> Any:
+        """The multivariate log-gamma function of dimension ``p``."""
+        return apply(_mvlgamma, (int(p),), (self,))
 
     def where(self, condition: Any, other: Any) -> Any:
         """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""

@@ -174,6 +174,30 @@ def _host_results(values: np.ndarray, *extra: np.ndarray | None) -> Any:
     return (out, *rest) if rest else out
 
 
+def _bincount(x: Any, length: int) -> Any:
+    return jnp.bincount(x, length=length)
+
+
+def _bincount_weighted(x: Any, weights: Any, length: int, dtype: Any) -> Any:
+    return jnp.bincount(x, weights.astype(dtype), length=length)
+
+
+def _histc(x: Any, lo: Any, hi: Any, bins: int, from_data: bool) -> Any:
+    """torch's histc: ``bins`` equal bins over [lo, hi] (the data's range if ``from_data``;
+    widened by 1 on each side if that range is empty); values outside are ignored."""
+    if from_data:
+        lo, hi = jnp.min(x), jnp.max(x)
+    lo = jnp.asarray(lo, x.dtype)
+    hi = jnp.asarray(hi, x.dtype)
+    same = lo == hi
+    lo, hi = jnp.where(same, lo - 1, lo), jnp.where(same, hi + 1, hi)
+    idx = jnp.floor((x - lo) / (hi - lo) * bins).astype(jnp.int32)
+    idx = jnp.where(x == hi, bins - 1, jnp.clip(idx, 0, bins - 1))
+    inside = (x >= lo) & (x <= hi)
+    counts = jnp.zeros(bins, x.dtype).at[idx.reshape(-1)].add(inside.reshape(-1).astype(x.dtype))
+    return lax.stop_gradient(counts)
+
+
 class OrderingMethods:
     """Sorting, order statistics, distinct values."""
 
@@ -308,3 +332,36 @@ class OrderingMethods:
         return _host_results(
             values, inverse if return_inverse else None, counts if return_counts else None
         )
+
+    def bincount(self, weights: Any = None, minlength: int = 0) -> Any:
+        """Occurrences of each value ``0..max`` of a 1-D non-negative integer tensor (sums of
+        ``weights`` instead if given). The length depends on the values: they are read now."""
+        if self.ndim != 1 or not jnp.issubdtype(self.dtype, jnp.integer):
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        host = np.asarray(self._value_for_host("bincount"))
+        if host.size and host.min() < 0:
+            raise RuntimeError(
+                f"bincount only supports 1-d non-negative integral inputs (found {host.min()})."
+            )
+        length = max(int(host.max()) + 1 if host.size else 0, int(minlength))
+        if weights is None:
+            return apply(_bincount, (length,), (self,))
+        w_dtype = np.dtype(getattr(weights, "dtype", np.float32))
+        dtype = w_dtype if w_dtype == np.float32 else np.dtype(jnp.float32)
+        return apply(_bincount_weighted, (length, dtype), (self, weights))
+
+    def histc(self, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
+        """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when both are
+        0); elements outside are not counted. Not differentiable (as in torch)."""
+        if not jnp.issubdtype(self.dtype, jnp.floating):
+            raise RuntimeError(
+                f"torch.histogram: input tensor must be floating point, got {self.dtype}"
+            )
+        if bins <= 0:
+            raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}")
+        if isinstance(min, int | float) and isinstance(max, int | float) and min > max:
+            raise RuntimeError(f"torch.histc: max must be larger than min (got {min} > {max})")
+        from_data = (
+            isinstance(min, int | float) and isinstance(max, int | float) and min == max == 0
+        )
+        return apply(_histc, (int(bins), from_data), (self, min, max))

@@ -172,6 +172,18 @@ def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
     return _safe_root(jnp.sum(a**p, axis=axis, keepdims=keepdims), p)
 
 
+def _cov(x: Any, *rest: Any) -> Any:
+    *weights, correction, which = rest
+    it = iter(weights)
+    fw = next(it) if which[0] else None
+    aw = next(it) if which[1] else None
+    return jnp.cov(x, rowvar=True, ddof=correction, fweights=fw, aweights=aw).astype(x.dtype)
+
+
+def _corrcoef(x: Any) -> Any:
+    return jnp.corrcoef(x, rowvar=True).astype(x.dtype)
+
+
 def _axes(dim: Any, ndim: int) -> tuple | None:
     if dim is None:
         return None
@@ -298,3 +310,24 @@ class ReductionMethods(OrderingMethods):
 
     def logcumsumexp(self, dim: int) -> Any:
         return apply(_logcumsumexp, (_dims.dim(dim, self.ndim),), (self,))
+
+    # -- statistics of variables (rows) over observations (columns) ---------------------------
+    def cov(self, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
+        """Covariance matrix of the rows (variables) over the columns (observations)."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"cov(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        weights = tuple(w for w in (fweights, aweights) if w is not None)
+        which = (fweights is not None, aweights is not None)
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_cov, (int(correction), which), (x, *weights))
+
+    def corrcoef(self) -> Any:
+        """Pearson correlation coefficients of the rows."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"corrcoef(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_corrcoef, (), (x,))

@@ -431,6 +431,16 @@ class ShapeMethods(ArrangeMethods):
     def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple:
         return self.split(list(split_sizes), dim)
 
+    # torch's unsafe_* variants skip autograd's view checks; spx's views need none.
+    def unsafe_chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return self.chunk(chunks, dim)
+
+    def unsafe_split(self, split_size: Any, dim: int = 0) -> tuple:
+        return self.split(split_size, dim)
+
+    def unsafe_split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+        return self.split(list(split_sizes), dim)
+
     def _split_like_numpy(self, what: str, sections: Any, d: int) -> tuple:
         if isinstance(sections, int):
             n = self._aval.shape[d]
