@@ -22,6 +22,7 @@ from spx import _context
 from spx import random as spx_random
 from spx._host import device_array
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.tensor import Tensor
 from spx.device import device as resolve_device
 
@@ -52,7 +53,7 @@ def _default_float() -> Any:
 
 
 def _dtype(dtype: Any, default: Any) -> np.dtype:
-    return np.dtype(default if dtype is None else dtype)
+    return canonical(default if dtype is None else dtype)
 
 
 def as_value(data: Any, dtype: Any = None) -> jax.Array:
@@ -95,7 +96,7 @@ def _finish(x: Any, device: Any, requires_grad: bool) -> Tensor:
 def _numeric(data: Any, dtype: Any, fn: str) -> jax.Array:
     """``as_value(data)``, with torch's kind of error for data that isn't numbers."""
     try:
-        return as_value(data, dtype=dtype)
+        return as_value(data, dtype=None if dtype is None else canonical(dtype))
     except (TypeError, ValueError) as e:  # non-numbers, None, ragged lists
         raise type(e)(
             f"spx.{fn}: can't make a tensor of {data!r:.60} ({type(data).__name__}): "
@@ -184,13 +185,13 @@ def full(
             dtype = jnp.int32
         else:
             dtype = jnp.float32
-    static = (_size((size,), "full"), np.dtype(dtype))
+    static = (_size((size,), "full"), canonical(dtype))
     return _made(_fill, static, (fill_value,), device, requires_grad)
 
 
 def _like(fn: str, input: Any, value: Any, dtype: Any, device: Any, requires_grad: bool):
     like = input if isinstance(input, Tensor) else as_tensor(input)
-    static = (tuple(like.shape), np.dtype(like.dtype if dtype is None else dtype))
+    static = (tuple(like.shape), canonical(like.dtype if dtype is None else dtype))
     return _made(_fill, static, (value,), device, requires_grad)
 
 
@@ -234,7 +235,7 @@ def arange(
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
         dtype = jnp.int32 if ints else jnp.float32
-    static = (n, np.dtype(dtype))
+    static = (n, canonical(dtype))
     return _made(_arange, static, (start, end, step), device, requires_grad)
 
 

@@ -55,3 +55,19 @@ def test_predicates():
             lib.is_nonzero(lib.ones(2))
         with pytest.raises(RuntimeError, match="no values"):
             lib.is_nonzero(lib.ones(0))
+
+
+def test_64_bit_dtypes_are_narrowed_without_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made = [
+            spx.zeros(3, dtype=spx.long), spx.tensor([1, 2], dtype=spx.int64),
+            spx.arange(4, dtype=spx.long), spx.full((2,), 3, dtype=spx.int64),
+            spx.ones(2).to(spx.float64), spx.ones(2).double(), spx.ones(2).sum(dtype=spx.float64),
+            spx.zeros_like(spx.ones(2), dtype=spx.long), spx.ones(2).softmax(0, spx.float64),
+        ]  # fmt: skip
+    assert [str(t.dtype) for t in made] == [
+        "int32", "int32", "int32", "int32", "float32", "float32", "float32", "int32", "float32",
+    ]  # fmt: skip

@@ -16,6 +16,7 @@ import numpy as np
 
 from spx._tensor import graph
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.inplace import _astype
 
 _NUMPY_REQUIRES_GRAD = (
@@ -147,8 +148,8 @@ class ConvertMethods:
                     "dtype, a device nor a tensor"
                 )
         out = self
-        if dtype is not None and np.dtype(dtype) != np.dtype(out.dtype):
-            out = apply(_astype, (np.dtype(dtype),), (out,))
+        if dtype is not None and canonical(dtype) != out.dtype:
+            out = apply(_astype, (canonical(dtype),), (out,))
         if device is not None:
             out = out._moved(device)
         if copy and out is self:

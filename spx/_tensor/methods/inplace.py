@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 
 
 def _full_like(x: Any, value: Any) -> Any:
@@ -107,7 +108,7 @@ class InplaceMethods:
 
     def _cast_for_inplace(self, dtype: Any) -> Any:
         src = np.dtype(self.dtype)
-        dst = np.dtype(dtype)
+        dst = canonical(dtype)
         if not np.can_cast(src, dst, casting="same_kind"):
             raise RuntimeError(
                 f"result type {src} can't be cast to the desired output type {dst}; write "

@@ -17,6 +17,7 @@ from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.linalg import LinalgMethods, _checked
 
 
@@ -411,11 +412,11 @@ class MathMethods(LinalgMethods):
 
     def softmax(self, dim: int, dtype: Any = None) -> Any:
         d = _dims.dim(dim, self.ndim)
-        return apply(_softmax, (d, None if dtype is None else jnp.dtype(dtype)), (self,))
+        return apply(_softmax, (d, None if dtype is None else canonical(dtype)), (self,))
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Any:
         d = _dims.dim(dim, self.ndim)
-        return apply(_log_softmax, (d, None if dtype is None else jnp.dtype(dtype)), (self,))
+        return apply(_log_softmax, (d, None if dtype is None else canonical(dtype)), (self,))
 
     # -- operators ---------------------------------------------------------------------------
     def __add__(self, other: Any) -> Any:

@@ -16,6 +16,7 @@ from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.ordering import OrderingMethods, ValuesIndices, _index_zero
 
 
@@ -192,7 +193,7 @@ def _axes(dim: Any, ndim: int) -> tuple | None:
 
 
 def _dtype(dtype: Any) -> Any:
-    return None if dtype is None else jnp.dtype(dtype)
+    return None if dtype is None else canonical(dtype)
 
 
 def _correction(correction: Any, unbiased: Any) -> float:

@@ -21,6 +21,7 @@ from spx._tensor import _dims
 from spx._tensor._dims import Size
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import _layout
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.arrange import ArrangeMethods
 
 
@@ -169,7 +170,7 @@ class ShapeMethods(ArrangeMethods):
         return self._make_view(apply(_reshape, (target,), (self,)), _reshape, (target,))
 
     def _view_dtype(self, dtype: Any) -> Any:
-        dt = np.dtype(dtype)
+        dt = canonical(dtype)
         if dt.itemsize != self.dtype.itemsize:
             raise RuntimeError(
                 f"view(dtype={dt}): spx supports views between dtypes of the same size only "
