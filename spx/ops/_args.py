@@ -43,8 +43,12 @@ def tensor_arg(x: Any, fn: str, name: str = "input") -> Tensor:
     host memory); anything else a TypeError naming ``fn`` and the argument."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, _ARRAYS + _NUMBERS):
+    if isinstance(x, _ARRAYS):
         return Tensor._of(device_array(x))
+    if isinstance(x, _NUMBERS):
+        from spx.ops.creation import as_value
+
+        return Tensor._of(as_value(x))
     raise _refuse(x, fn, name)
 
 

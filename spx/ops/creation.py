@@ -61,6 +61,11 @@ def as_value(data: Any, dtype: Any = None) -> jax.Array:
     if isinstance(data, Tensor):
         value = data._value()
         return value if dtype is None else value.astype(dtype)
+    if isinstance(data, bool | int | float | complex):
+        # A Python number makes a tensor of torch's default dtype for its kind (jnp.array
+        # would make a weakly typed array, which then takes other operands' dtypes).
+        kind = dtype if dtype is not None else canonical(np.asarray(data).dtype)
+        return jnp.asarray(data, dtype=kind)
     if isinstance(data, list | tuple) and any(isinstance(d, Tensor) for d in _flat(data)):
         data = jax.tree.map(lambda d: d._value() if isinstance(d, Tensor) else d, data)
         return jnp.asarray(np.asarray(jax.tree.map(np.asarray, data)), dtype=dtype)

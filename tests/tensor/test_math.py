@@ -349,6 +349,19 @@ PROMOTION = [
     ("int_tensor_times_0d_float", lambda m, i, f: i * m.tensor(2.5)),
     ("compare_int_float", lambda m, i, f: i < f),
     ("where_int_float", lambda m, i, f: m.where(f > 0, i, f)),
+    # torch: a 0-d tensor counts only by category next to a dimensioned one
+    ("half_times_0d_float", lambda m, i, f: f.half() * m.tensor(2.0)),
+    ("0d_float_plus_half", lambda m, i, f: m.tensor(2.0) + f.half()),
+    ("bf16_div_0d", lambda m, i, f: f.bfloat16() / m.tensor(3.0)),
+    ("half_pow_0d", lambda m, i, f: f.half().abs() ** m.tensor(2.0)),
+    ("int8_plus_0d_int", lambda m, i, f: i.to(m.int8) + m.tensor(5)),
+    ("half_max_0d", lambda m, i, f: m.maximum(f.half(), m.tensor(0.0))),
+    ("half_clamp_0d", lambda m, i, f: f.half().clamp(m.tensor(-0.5), m.tensor(0.5))),
+    ("half_where_0d", lambda m, i, f: m.where(f > 0, f.half(), m.tensor(0.0))),
+    ("half_lerp_0d", lambda m, i, f: f.half().lerp(m.zeros_like(f).half(), m.tensor(0.5))),
+    ("half_sub_alpha_0d", lambda m, i, f: f.half().sub(m.tensor(1.0), alpha=2)),
+    ("int_times_0d_float", lambda m, i, f: i * m.tensor(2.5)),  # a higher category: float32
+    ("0d_times_0d", lambda m, i, f: f.half()[0, 0] * m.tensor(2.0)),
 ]
 
 

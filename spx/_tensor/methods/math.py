@@ -21,17 +21,58 @@ from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.linalg import LinalgMethods, _checked
 
 
+def _category(dtype: Any) -> int:
+    if dtype == jnp.bool_:
+        return 0
+    if jnp.issubdtype(dtype, jnp.integer):
+        return 1
+    return 2 if jnp.issubdtype(dtype, jnp.floating) else 3
+
+
+def _narrowed(zero: Any, full: Any) -> Any:
+    """A 0-d operand next to a dimensioned one, cast to the latter's dtype when its category
+    (bool < int < float < complex) is not higher: torch's rule (``half_vector *
+    torch.tensor(2.0)`` is float16), where JAX would widen the result to float32."""
+    zd, fd = jnp.result_type(zero), jnp.result_type(full)
+    if zd != fd and _category(zd) <= _category(fd):
+        return jnp.asarray(zero).astype(fd)
+    return zero
+
+
+def _zero_dim(x: Any, y: Any) -> tuple[Any, Any]:
+    """``(x, y)`` with torch's 0-d promotion rule applied (runs while tracing only: the rule
+    is decided by shapes and dtypes, so recording costs nothing more)."""
+    x_zero, y_zero = jnp.ndim(x) == 0, jnp.ndim(y) == 0
+    if x_zero == y_zero:
+        return x, y
+    return (_narrowed(x, y), y) if x_zero else (x, _narrowed(y, x))
+
+
+def _promoting(fn: Any) -> Any:
+    """``fn(x, y)`` with torch's 0-d promotion rule; made once per function at import."""
+
+    def binary(x: Any, y: Any) -> Any:
+        x, y = _zero_dim(x, y)
+        return fn(x, y)
+
+    binary.__name__ = binary.__qualname__ = getattr(fn, "__name__", "binary")
+    return binary
+
+
 # Plain functions rather than jnp's ufunc objects: a ufunc's __hash__ costs ~1 µs, paid at
 # every recording (the function is part of the shape-cache and program keys).
 def _add(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
     return x + y
 
 
 def _sub(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
     return x - y
 
 
 def _mul(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
     return x * y
 
 
@@ -40,11 +81,11 @@ def _neg(x: Any) -> Any:
 
 
 def _maximum(x: Any, y: Any) -> Any:
-    return jnp.maximum(x, y)
+    return jnp.maximum(*_zero_dim(x, y))
 
 
 def _minimum(x: Any, y: Any) -> Any:
-    return jnp.minimum(x, y)
+    return jnp.minimum(*_zero_dim(x, y))
 
 
 def _bitwise_and(x: Any, y: Any) -> Any:
@@ -90,10 +131,12 @@ def _sign(x: Any) -> Any:
 
 
 def _add_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    x, y = _zero_dim(x, y)
     return x + alpha * y
 
 
 def _sub_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    x, y = _zero_dim(x, y)
     return x - alpha * y
 
 
@@ -132,15 +175,19 @@ def _logit(x: Any, eps: float | None) -> Any:
 # torch's clamp passes the gradient to x on the closed interval [min, max] (a max/min pair
 # would halve it at the bounds), and gives max everywhere when min > max.
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    x, lo = _zero_dim(x, lo)
+    x, hi = _zero_dim(x, hi)
     out = jnp.where(x < lo, lo, x)
     return jnp.where(out > hi, hi, out)
 
 
 def _clamp_min(x: Any, lo: Any) -> Any:
+    x, lo = _zero_dim(x, lo)
     return jnp.where(x < lo, lo, x)
 
 
 def _clamp_max(x: Any, hi: Any) -> Any:
+    x, hi = _zero_dim(x, hi)
     return jnp.where(x > hi, hi, x)
 
 
@@ -149,19 +196,25 @@ def _nan_to_num(x: Any, nan: float, posinf: float | None, neginf: float | None) 
 
 
 def _lerp(x: Any, end: Any, weight: Any) -> Any:
+    x, end = _zero_dim(x, end)
+    x, weight = _zero_dim(x, weight)
     return x + weight * (end - x)
 
 
 def _addcmul(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    x, t1 = _zero_dim(x, t1)
+    x, t2 = _zero_dim(x, t2)
     return x + value * t1 * t2
 
 
 def _addcdiv(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    x, t1 = _zero_dim(x, t1)
+    x, t2 = _zero_dim(x, t2)
     return x + value * t1 / t2
 
 
 def _where(cond: Any, x: Any, y: Any) -> Any:
-    return jnp.where(cond, x, y)
+    return jnp.where(cond, *_zero_dim(x, y))
 
 
 def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
@@ -185,7 +238,7 @@ def _xlogy(x: Any, y: Any) -> Any:
 
 
 def _pow(x: Any, y: Any) -> Any:
-    return jnp.power(x, y)
+    return jnp.power(*_zero_dim(x, y))
 
 
 def _rpow(x: Any, y: Any) -> Any:
@@ -268,6 +321,22 @@ _BINARY = {
     "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
 }  # fmt: skip
 
+_PLAIN = {_mul, _maximum, _minimum, _pow, _xlogy, _ldexp, _logical_and, _logical_or,
+          _logical_xor, _bitwise_and, _bitwise_or, _bitwise_xor}  # fmt: skip
+_WRAPPED: dict[Any, Any] = {}
+
+
+def _with_rule(fn: Any) -> Any:
+    """``fn`` itself if it applies torch's 0-d rule (or needs none), else one shared wrapper."""
+    if fn in _PLAIN:
+        return fn
+    if fn not in _WRAPPED:
+        _WRAPPED[fn] = _promoting(fn)
+    return _WRAPPED[fn]
+
+
+_BINARY = {name: _with_rule(fn) for name, fn in _BINARY.items()}
+
 _OPERATORS = {
     "__mul__": _mul, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
     "__mod__": jnp.remainder, "__pow__": _pow, "__and__": _bitwise_and,
@@ -282,6 +351,8 @@ _REFLECTED = {
     "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
     "__rand__": _bitwise_and, "__ror__": _bitwise_or, "__rxor__": _bitwise_xor,
 }  # fmt: skip
+_OPERATORS = {name: _with_rule(fn) for name, fn in _OPERATORS.items()}
+_REFLECTED = {name: _with_rule(fn) for name, fn in _REFLECTED.items()}
 
 
 class MathMethods(LinalgMethods):
