@@ -440,3 +440,11 @@ def test_value_of_loss_survives_backward():
         loss = (x @ w).sum()
         loss.backward()
         assert abs(loss.item() - float((X0 @ W0).sum())) < 1e-4
+
+
+def test_grad_fn_names_follow_torch():
+    for lib in (torch, spx):
+        x = lib.ones(2, requires_grad=True)
+        names = [f.name() for f in ((x * 2).grad_fn, x.sum().grad_fn, x.exp().grad_fn)]
+        assert names == ["MulBackward0", "SumBackward0", "ExpBackward0"]
+        assert repr(x * 2).endswith("grad_fn=<MulBackward0>)")
