@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from spx._tensor.dispatch import apply
+from spx._tensor.methods import math as _m
 from spx._tensor.tensor import Tensor
 from spx.ops._args import is_number, operand, tensor_arg
 
@@ -54,17 +55,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     return tensor_arg(input, "where").where(cond, operand(other, "where"))
 
 
-def _select_where(cond: Any, x: Any, y: Any) -> Any:
-    return jnp.where(cond, x, y)
-
-
 def _where_number(cond: Tensor, x: Any, other: Any) -> Tensor:
-    if cond.dtype != jnp.bool_:
-        raise RuntimeError(
-            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{cond.dtype}; compare first, e.g. cond != 0"
-        )
-    return apply(_select_where, (), (cond, x, other))
+    return apply(_m._where, (), (cond, x, other))
 
 
 def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:

@@ -45,13 +45,42 @@ __all__ = [
 
 
 def _concatenate(*args: Any) -> Any:
-    *xs, axis = args
-    return jnp.concatenate(xs, axis=axis)
+    """torch's cat: 1-D empty tensors skipped; shapes checked here, while shapes are inferred
+    (once per signature), so a well-shaped call pays nothing for the checks."""
+    *xs, dim = args
+    kept = [x for x in xs if x.shape != (0,)] or xs[:1]
+    first = kept[0].shape
+    for i, x in enumerate(kept):
+        if not x.shape:
+            raise RuntimeError(
+                f"zero-dimensional tensor (at position {i}) cannot be concatenated; make it "
+                "1-D first: t.reshape(1) or t.unsqueeze(0)"
+            )
+        if x.ndim != len(first):
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {len(first)} and {x.ndim}"
+            )
+    d = _dims.dim(dim, len(first))
+    for i, x in enumerate(kept):
+        for k, (a, b) in enumerate(zip(first, x.shape, strict=True)):
+            if k != d and a != b:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list."
+                )
+    return jnp.concatenate(kept, axis=d)
 
 
 def _stack(*args: Any) -> Any:
-    *xs, axis = args
-    return jnp.stack(xs, axis=axis)
+    *xs, dim = args
+    first = xs[0].shape
+    for i, x in enumerate(xs):
+        if x.shape != first:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
+                f"and {list(x.shape)} at entry {i}"
+            )
+    return jnp.stack(xs, axis=_dims.dim(dim, len(first) + 1))
 
 
 def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
@@ -80,30 +109,7 @@ def _cat(tensors: Any, dim: int, fn: str) -> Tensor:
     ts = tensor_list(tensors, fn)
     if not ts:
         raise RuntimeError(f"torch.{fn}(): expected a non-empty list of Tensors")
-    kept = [t for t in ts if t._aval.shape != (0,)] or ts[:1]
-    first = kept[0]._aval.shape
-    for i, t in enumerate(kept):
-        if not t._aval.shape:
-            raise RuntimeError(
-                f"zero-dimensional tensor (at position {i}) cannot be concatenated; "
-                "make it 1-D first: t.reshape(1) or t.unsqueeze(0)"
-            )
-    d = _dims.dim(dim, len(first))
-    for i, t in enumerate(kept):
-        shape = t._aval.shape
-        if len(shape) != len(first):
-            raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {len(first)} and {len(shape)}"
-            )
-        for k, (a, b) in enumerate(zip(first, shape, strict=True)):
-            if k != d and a != b:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {d}. Expected size {a} "
-                    f"but got size {b} for tensor number {i} in the list."
-                )
-    if len(kept) == 1:
-        return kept[0].clone()
-    return apply(_concatenate, (d,), tuple(kept))
+    return apply(_concatenate, (int(dim),), tuple(ts))
 
 
 def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
@@ -117,15 +123,7 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     ts = tensor_list(tensors, "stack")
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
-    first = ts[0]._aval.shape
-    for i, t in enumerate(ts):
-        if t._aval.shape != first:
-            raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
-                f"and {list(t._aval.shape)} at entry {i}"
-            )
-    d = _dims.dim(dim, len(first) + 1)
-    return apply(_stack, (d,), tuple(ts))
+    return apply(_stack, (int(dim),), tuple(ts))
 
 
 def hstack(tensors: Sequence[Any]) -> Tensor:

@@ -92,6 +92,7 @@ def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
 
 
 def _gather(x: Any, index: Any, axis: int) -> Any:
+    _check_index("gather", x.shape, index, axis)
     # torch allows index smaller than x in the other dimensions: take the leading part.
     part = tuple(slice(None) if d == axis else slice(0, index.shape[d]) for d in range(x.ndim))
     return jnp.take_along_axis(x[part], index, axis=axis)
@@ -105,6 +106,7 @@ def _scatter_index(index: Any, axis: int) -> tuple:
 
 
 def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any:
+    _check_index("scatter", x.shape, index, axis, src)
     src = jnp.broadcast_to(jnp.asarray(src, x.dtype), index.shape) if jnp.ndim(src) == 0 else src
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     at = x.at[_scatter_index(index, axis)]
@@ -122,6 +124,7 @@ def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any
 
 
 def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
     idx = _scatter_index(index, axis)
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     base = x if include_self else jnp.zeros_like(x)
@@ -134,6 +137,7 @@ def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -
 
 
 def _scatter_reduce_excl(x: Any, index: Any, src: Any, axis: int, reduce: str) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
     idx = _scatter_index(index, axis)
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     hit = jnp.zeros(x.shape, bool).at[idx].set(True)
@@ -180,7 +184,8 @@ def _take_along(x: Any, index: Any, axis: int | None) -> Any:
 
 
 def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None) -> None:
-    """torch's checks of a gather/scatter index (dtype, rank, sizes; not its values)."""
+    """torch's checks of a gather/scatter index (dtype, rank, sizes; not its values); called
+    by the recorded functions, so it runs once per signature, while shapes are inferred."""
     dtype = getattr(index, "dtype", None)
     if dtype is None or not jnp.issubdtype(dtype, jnp.integer):
         raise RuntimeError(
@@ -421,7 +426,6 @@ class IndexingMethods:
         out-of-range index reads NaN (floats) or a fill value, where torch raises.
         """
         d = _dims.dim(dim, self.ndim)
-        _check_index("gather", self._aval.shape, index, d)
         return apply(_gather, (d,), (self, index))
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
@@ -440,12 +444,10 @@ class IndexingMethods:
         if reduce is not None and reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
         d = _dims.dim(dim, self.ndim)
-        _check_index("scatter", self._aval.shape, index, d, src)
         return apply(_scatter, (d, reduce), (self, index, src))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
-        _check_index("scatter_add", self._aval.shape, index, d, src)
         return apply(_scatter, (d, "add"), (self, index, src))
 
     def scatter_reduce(
@@ -456,7 +458,6 @@ class IndexingMethods:
             raise RuntimeError(
                 f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
             )
-        _check_index("scatter_reduce", self._aval.shape, index, d, src)
         if reduce == "mean":
             return apply(_scatter_mean, (d, include_self), (self, index, src))
         if include_self:

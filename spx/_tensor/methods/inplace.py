@@ -92,6 +92,13 @@ def _fill_diagonal(x: Any, value: Any, wrap: bool) -> Any:
 def _copy_into(dst: Any, src: Any) -> Any:
     # ``dst`` is an input so that the overwritten value's history gets a zero gradient (torch
     # gives it zeros, not None).
+    try:
+        np.broadcast_shapes(jnp.shape(src), dst.shape)
+    except ValueError:
+        raise RuntimeError(
+            f"copy_: the source's shape {list(jnp.shape(src))} doesn't broadcast to the "
+            f"destination's {list(dst.shape)}"
+        ) from None
     return jnp.broadcast_to(jnp.asarray(src).astype(dst.dtype), dst.shape)
 
 
@@ -118,14 +125,6 @@ class InplaceMethods:
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Any:
         """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
-        src_shape = tuple(np.shape(src)) if not hasattr(src, "_ref") else tuple(src.shape)
-        try:
-            np.broadcast_shapes(src_shape, tuple(self.shape))
-        except ValueError:
-            raise RuntimeError(
-                f"copy_: the source's shape {list(src_shape)} doesn't broadcast to the "
-                f"destination's {list(self.shape)}"
-            ) from None
         return self._assign_op(_copy_into, (), (self, src))
 
     def fill_(self, value: Any) -> Any:

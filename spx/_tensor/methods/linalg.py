@@ -34,11 +34,52 @@ def _checked(other: Any) -> bool:
     return hasattr(other, "_ref") or isinstance(other, _OPERANDS)
 
 
+# Shape checks run inside the recorded functions: they run while shapes are inferred, once
+# per signature, so a well-shaped call pays nothing for them; a bad one raises torch's error.
 def _matmul(x: Any, y: Any) -> Any:
+    _matmul_shapes(x.shape, y.shape)
+    return jnp.matmul(x, y)
+
+
+def _mm(x: Any, y: Any) -> Any:
+    if x.ndim != 2:
+        raise RuntimeError(f"self must be a matrix (mm got a {x.ndim}-D tensor)")
+    if y.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix (mm got a {y.ndim}-D tensor)")
+    return _matmul(x, y)
+
+
+def _bmm(x: Any, y: Any) -> Any:
+    if x.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {x.ndim}-D)")
+    if y.ndim != 3:
+        raise RuntimeError(f"batch2 must be a 3D tensor (got {y.ndim}-D)")
+    if y.shape[:2] != (x.shape[0], x.shape[2]):
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}]."
+        )
+    return jnp.matmul(x, y)
+
+
+def _mv(x: Any, y: Any) -> Any:
+    if x.ndim != 2 or y.ndim != 1 or x.shape[1] != y.shape[0]:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {y.ndim}, {x.ndim}, {y.ndim} "
+            f"(shapes {list(x.shape)} and {list(y.shape)})"
+        )
     return jnp.matmul(x, y)
 
 
 def _dot(x: Any, y: Any) -> Any:
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
+    if x.shape != y.shape:
+        a, b = x.shape[0], y.shape[0]
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{a}] and src [{b}] to have the same "
+            f"number of elements, but got {a} and {b} elements respectively"
+        )
     return jnp.dot(x, y)
 
 
@@ -59,11 +100,11 @@ def _kron(x: Any, y: Any) -> Any:
 
 
 def _addmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
-    return beta * x + alpha * (a @ b)
+    return beta * x + alpha * _matmul(a, b)
 
 
 def _addbmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
-    return beta * x + alpha * jnp.sum(a @ b, axis=0)
+    return beta * x + alpha * jnp.sum(_matmul(a, b), axis=0)
 
 
 def _addr(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
@@ -145,65 +186,32 @@ class LinalgMethods:
 
     def matmul(self, other: Any) -> Any:
         """Matrix product with numpy/torch broadcasting (mirrors ``torch.matmul``)."""
-        _matmul_shapes(self._aval.shape, _shape_of(other))
         return apply(_matmul, (), (self, other))
 
     def __matmul__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        _matmul_shapes(self._aval.shape, _shape_of(other))
         return apply(_matmul, (), (self, other))
 
     def __rmatmul__(self, other: Any) -> Any:
         if not _checked(other):
             return NotImplemented
-        _matmul_shapes(_shape_of(other), self._aval.shape)
         return apply(_matmul, (), (other, self))
 
     def mm(self, mat2: Any) -> Any:
         """``(n, k) @ (k, m)`` (both 2-D, mirrors ``torch.mm``)."""
-        a, b = self._aval.shape, _shape_of(mat2)
-        if len(a) != 2:
-            raise RuntimeError(f"self must be a matrix (mm got a {len(a)}-D tensor)")
-        if len(b) != 2:
-            raise RuntimeError(f"mat2 must be a matrix (mm got a {len(b)}-D tensor)")
-        _matmul_shapes(a, b)
-        return apply(_matmul, (), (self, mat2))
+        return apply(_mm, (), (self, mat2))
 
     def bmm(self, mat2: Any) -> Any:
         """``(b, n, k) @ (b, k, m)`` (both 3-D, same batch; mirrors ``torch.bmm``)."""
-        a, b = self._aval.shape, _shape_of(mat2)
-        if len(a) != 3:
-            raise RuntimeError(f"batch1 must be a 3D tensor (got {len(a)}-D)")
-        if len(b) != 3:
-            raise RuntimeError(f"batch2 must be a 3D tensor (got {len(b)}-D)")
-        if b[:2] != (a[0], a[2]):
-            raise RuntimeError(
-                f"Expected size for first two dimensions of batch2 tensor to be: "
-                f"[{a[0]}, {a[2]}] but got: [{b[0]}, {b[1]}]."
-            )
-        return apply(_matmul, (), (self, mat2))
+        return apply(_bmm, (), (self, mat2))
 
     def mv(self, vec: Any) -> Any:
         """``(n, m) @ (m,)`` (mirrors ``torch.mv``)."""
-        a, b = self._aval.shape, _shape_of(vec)
-        if len(a) != 2 or len(b) != 1 or a[1] != b[0]:
-            raise RuntimeError(
-                f"vector + matrix @ vector expected, got {len(b)}, {len(a)}, {len(b)} "
-                f"(shapes {list(a)} and {list(b)})"
-            )
-        return apply(_matmul, (), (self, vec))
+        return apply(_mv, (), (self, vec))
 
     def dot(self, other: Any) -> Any:
         """Inner product of two 1-D tensors of the same size (mirrors ``torch.dot``)."""
-        a, b = self._aval.shape, _shape_of(other)
-        if len(a) != 1 or len(b) != 1:
-            raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
-        if a != b:
-            raise RuntimeError(
-                f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have "
-                f"the same number of elements, but got {a[0]} and {b[0]} elements respectively"
-            )
         return apply(_dot, (), (self, other))
 
     def vdot(self, other: Any) -> Any:
@@ -224,22 +232,18 @@ class LinalgMethods:
 
     def addmm(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * (mat1 @ mat2)``."""
-        _matmul_shapes(_shape_of(mat1), _shape_of(mat2))
         return apply(_addmm, (), (self, mat1, mat2, beta, alpha))
 
     def baddbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * (batch1 @ batch2)`` for batches of matrices."""
-        _matmul_shapes(_shape_of(batch1), _shape_of(batch2))
         return apply(_addmm, (), (self, batch1, batch2, beta, alpha))
 
     def addbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``."""
-        _matmul_shapes(_shape_of(batch1), _shape_of(batch2))
         return apply(_addbmm, (), (self, batch1, batch2, beta, alpha))
 
     def addmv(self, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * (mat @ vec)``."""
-        _matmul_shapes(_shape_of(mat), _shape_of(vec))
         return apply(_addmm, (), (self, mat, vec, beta, alpha))
 
     def addr(self, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:

@@ -213,11 +213,22 @@ def _addcdiv(x: Any, t1: Any, t2: Any, value: Any) -> Any:
     return x + value * t1 / t2
 
 
+def _bool_mask(what: str, mask: Any) -> None:
+    """torch's dtype check of a mask/condition (runs while shapes are inferred: no cost)."""
+    if mask.dtype != jnp.bool_:
+        raise RuntimeError(
+            f"{what} only supports boolean masks, but got mask with dtype {mask.dtype}; compare "
+            "first, e.g. mask != 0"
+        )
+
+
 def _where(cond: Any, x: Any, y: Any) -> Any:
+    _bool_mask("where", cond)
     return jnp.where(cond, *_zero_dim(x, y))
 
 
 def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
+    _bool_mask("masked_fill_", mask)
     return jnp.where(mask, jnp.asarray(value, x.dtype), x)
 
 
@@ -463,22 +474,10 @@ class MathMethods(LinalgMethods):
 
     def where(self, condition: Any, other: Any) -> Any:
         """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
-        dtype = getattr(condition, "dtype", None)
-        if dtype is not None and dtype != jnp.bool_:
-            raise RuntimeError(
-                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                f"{dtype}; compare first, e.g. cond != 0"
-            )
         return apply(_where, (), (condition, self, other))
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """``value`` where ``mask`` is True, else ``self`` (``value``: number or 0-d tensor)."""
-        dtype = getattr(mask, "dtype", None)
-        if dtype is not None and dtype != jnp.bool_:
-            raise RuntimeError(
-                f"masked_fill_ only supports boolean masks, but got mask with dtype {dtype}; "
-                "compare first, e.g. mask != 0"
-            )
         return apply(_masked_fill, (), (self, mask, value))
 
     def softmax(self, dim: int, dtype: Any = None) -> Any:
