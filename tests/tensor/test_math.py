@@ -395,8 +395,15 @@ def test_softmax_half():
     check(lambda m, a: a.half().softmax(-1), (3, 4), rtol=1e-3, atol=1e-3)
 
 
-def test_binary_broadcast_error():
-    check_raises(lambda m, a, b: a + b, (2, 3), (4,), error=(ValueError, TypeError, RuntimeError))
+@pytest.mark.parametrize(
+    "fn", [lambda m, a, b: a + b, lambda m, a, b: a * b, lambda m, a, b: m.maximum(a, b),
+           lambda m, a, b: a < b, lambda m, a, b: a.sub(b, alpha=2), lambda m, a, b: a ** b],
+)  # fmt: skip
+def test_binary_broadcast_error(fn):
+    check_raises(fn, (2, 3), (4,), error=RuntimeError)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of "
+                       r"tensor b \(4\) at non-singleton dimension 1"):  # fmt: skip
+        fn(spx, spx.ones(2, 3), spx.ones(4))
 
 
 def test_operator_with_unsupported_type():

@@ -39,9 +39,24 @@ def _narrowed(zero: Any, full: Any) -> Any:
     return zero
 
 
+def _broadcastable(a: tuple, b: tuple) -> None:
+    """torch's error for shapes that do not broadcast (JAX's would be a TypeError)."""
+    n = max(len(a), len(b))
+    for i in range(n - 1, -1, -1):
+        sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                f"non-singleton dimension {i}"
+            )
+
+
 def _zero_dim(x: Any, y: Any) -> tuple[Any, Any]:
-    """``(x, y)`` with torch's 0-d promotion rule applied (runs while tracing only: the rule
-    is decided by shapes and dtypes, so recording costs nothing more)."""
+    """``(x, y)`` with torch's 0-d promotion rule applied and their shapes checked (this runs
+    while shapes are inferred, once per signature: recording costs nothing more)."""
+    if jnp.shape(x) != jnp.shape(y):
+        _broadcastable(jnp.shape(x), jnp.shape(y))
     x_zero, y_zero = jnp.ndim(x) == 0, jnp.ndim(y) == 0
     if x_zero == y_zero:
         return x, y
