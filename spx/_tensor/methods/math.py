@@ -347,8 +347,7 @@ _BINARY = {
     "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
 }  # fmt: skip
 
-_PLAIN = {_mul, _maximum, _minimum, _pow, _xlogy, _ldexp, _logical_and, _logical_or,
-          _logical_xor, _bitwise_and, _bitwise_or, _bitwise_xor}  # fmt: skip
+_PLAIN = {_mul, _maximum, _minimum, _pow}  # these apply the 0-d rule themselves
 _WRAPPED: dict[Any, Any] = {}
 
 
