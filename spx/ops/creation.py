@@ -22,13 +22,15 @@ from spx import _context, _validate
 from spx import random as spx_random
 from spx._host import device_array
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.tensor import Tensor
 from spx.device import device as resolve_device
 
 __all__ = [
     "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
     "linspace", "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like",
-    "randn", "randn_like", "randperm", "tensor", "zeros", "zeros_like",
+    "randn", "randn_like", "randperm", "scalar_tensor", "tensor", "tril_indices", "triu_indices",
+    "zeros", "zeros_like",
 ]  # fmt: skip
 
 
@@ -47,7 +49,7 @@ def _default_float() -> Any:
 
 
 def _dtype(dtype: Any, default: Any) -> np.dtype:
-    return np.dtype(default if dtype is None else dtype)
+    return canonical(default if dtype is None else dtype)
 
 
 def as_value(data: Any, dtype: Any = None) -> jax.Array:
@@ -55,6 +57,11 @@ def as_value(data: Any, dtype: Any = None) -> jax.Array:
     if isinstance(data, Tensor):
         value = data._value()
         return value if dtype is None else value.astype(dtype)
+    if isinstance(data, bool | int | float | complex):
+        # A Python number makes a tensor of torch's default dtype for its kind (jnp.array
+        # would make a weakly typed array, which then takes other operands' dtypes).
+        kind = dtype if dtype is not None else canonical(np.asarray(data).dtype)
+        return jnp.asarray(data, dtype=kind)
     if isinstance(data, list | tuple) and any(isinstance(d, Tensor) for d in _flat(data)):
         data = jax.tree.map(lambda d: d._value() if isinstance(d, Tensor) else d, data)
         return jnp.asarray(np.asarray(jax.tree.map(np.asarray, data)), dtype=dtype)
@@ -90,7 +97,7 @@ def _finish(x: Any, device: Any, requires_grad: bool) -> Tensor:
 def _numeric(data: Any, dtype: Any, fn: str) -> jax.Array:
     """``as_value(data)``, with torch's kind of error for data that isn't numbers."""
     try:
-        return as_value(data, dtype=dtype)
+        return as_value(data, dtype=None if dtype is None else canonical(dtype))
     except (TypeError, ValueError) as e:  # non-numbers, None, ragged lists
         raise type(e)(
             f"spx.{fn}: can't make a tensor of {data!r:.60} ({type(data).__name__}): "
@@ -179,13 +186,13 @@ def full(
             dtype = jnp.int32
         else:
             dtype = jnp.float32
-    static = (_size((size,), "full"), np.dtype(dtype))
+    static = (_size((size,), "full"), canonical(dtype))
     return _made(_fill, static, (fill_value,), device, requires_grad)
 
 
 def _like(fn: str, input: Any, value: Any, dtype: Any, device: Any, requires_grad: bool):
     like = input if isinstance(input, Tensor) else as_tensor(input)
-    static = (tuple(like.shape), np.dtype(like.dtype if dtype is None else dtype))
+    static = (tuple(like.shape), canonical(like.dtype if dtype is None else dtype))
     return _made(_fill, static, (value,), device, requires_grad)
 
 
@@ -229,7 +236,7 @@ def arange(
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
         dtype = jnp.int32 if ints else jnp.float32
-    static = (n, np.dtype(dtype))
+    static = (n, canonical(dtype))
     return _made(_arange, static, (start, end, step), device, requires_grad)
 
 
@@ -344,3 +351,32 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
     """A random permutation of ``0 .. n-1`` (mirrors ``torch.randperm``)."""
     static = (int(n), _dtype(dtype, jnp.int32))
     return _made(_randperm, static, (_key(generator),), device, requires_grad)
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding ``s`` (float32 unless ``dtype`` says otherwise, as torch)."""
+    return tensor(s, dtype=_dtype(dtype, jnp.float32), device=device, requires_grad=requires_grad)
+
+
+def _triangle(which: str, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:
+    pick = np.tril_indices if which == "tril" else np.triu_indices
+    rows, cols = pick(int(row), int(offset), int(col))
+    host = np.stack([rows, cols]).astype(_dtype(dtype, jnp.int32))
+    return _finish(device_array(host), device, False)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the lower triangle of a ``row x col`` matrix (with the
+    ``offset`` diagonal; mirrors ``torch.tril_indices``).
+
+    Example:
+        >>> import spx
+        >>> spx.tril_indices(2, 2).tolist()
+        [[0, 1, 1], [0, 0, 1]]
+    """
+    return _triangle("tril", row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the upper triangle of a ``row x col`` matrix."""
+    return _triangle("triu", row, col, offset, dtype, device)

@@ -16,7 +16,7 @@ class GradFn:
         >>> import spx
         >>> x = spx.ones(2, requires_grad=True)
         >>> (x * 2).grad_fn.name()
-        'multiplyBackward'
+        'MulBackward0'
     """
 
     __slots__ = ("_node",)
@@ -25,9 +25,13 @@ class GradFn:
         self._node = node
 
     def name(self) -> str:
+        """torch's style: the operation in CamelCase, then ``Backward0`` (``MulBackward0``)."""
         fn = self._node.fn
-        name = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
-        return f"{name}Backward"
+        name = getattr(fn, "__name__", type(fn).__name__)
+        if name == "_replay":  # an @recorded function: name the function it runs
+            name = getattr(self._node.static[0], "__name__", name)
+        camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+        return f"{camel}Backward0"
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"

@@ -16,6 +16,7 @@ import numpy as np
 
 from spx._tensor import graph
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.inplace import _astype
 
 _NUMPY_REQUIRES_GRAD = (
@@ -48,6 +49,19 @@ def _device_of_value(value: Any) -> Any:
     except Exception:  # a tracer, or a deleted array
         return None
     return next(iter(found)) if len(found) == 1 else None
+
+
+def _stop_gradient(x: Any) -> Any:
+    return jax.lax.stop_gradient(x)
+
+
+def _without_history(t: Any) -> Any:
+    """A new tensor over ``t``'s value, recorded with grad mode off: no autograd history."""
+    previous = graph.set_grad_enabled_flag(False)
+    try:
+        return apply(_stop_gradient, (), (t,))
+    finally:
+        graph.set_grad_enabled_flag(previous)
 
 
 class ConvertMethods:
@@ -88,6 +102,19 @@ class ConvertMethods:
     def is_signed(self) -> bool:
         return bool(jnp.issubdtype(self.dtype, jnp.signedinteger) or self.is_floating_point())
 
+    # spx has no lazy conjugate/negative bits (torch's views of complex tensors): never set.
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def resolve_conj(self) -> Any:
+        return self
+
+    def resolve_neg(self) -> Any:
+        return self
+
     def element_size(self) -> int:
         return np.dtype(self.dtype).itemsize
 
@@ -121,8 +148,8 @@ class ConvertMethods:
                     "dtype, a device nor a tensor"
                 )
         out = self
-        if dtype is not None and np.dtype(dtype) != np.dtype(out.dtype):
-            out = apply(_astype, (np.dtype(dtype),), (out,))
+        if dtype is not None and canonical(dtype) != out.dtype:
+            out = apply(_astype, (canonical(dtype),), (out,))
         if device is not None:
             out = out._moved(device)
         if copy and out is self:
@@ -203,16 +230,24 @@ class ConvertMethods:
         return apply(jnp.copy, (), (self,))
 
     def detach(self) -> Any:
-        """An alias without autograd history: same storage, ``requires_grad=False``."""
-        return self._alias()
+        """The same values without autograd history (``requires_grad=False``).
+
+        A leaf's detached tensor is an alias (same storage: in-place writes through either
+        are seen by both, as in torch). A result of an operation with history gets its own
+        storage over the same value instead: the shared storage would carry the history.
+        """
+        if not self._cur().node.requires_grad:
+            return self._alias()
+        return _without_history(self)
 
     def detach_(self) -> Any:
+        """Cut this tensor from its history in place (it becomes a leaf)."""
         s = self._cur()
         if s.node.requires_grad:
-            from spx._tensor.graph import value_node
-
-            value = self._value()
-            self._s.node, self._s.idx = value_node(value), 0
+            cut = _without_history(self)._s
+            s.node, s.idx = cut.node, cut.idx
+            if s.node.values is None:
+                graph.note_pending(s)
         self._rg = False
         return self
 
@@ -272,6 +307,17 @@ class ConvertMethods:
                 f"{list(value.shape)}); use .any() or .all()"
             )
         return bool(value.reshape(()))
+
+    def is_nonzero(self) -> bool:
+        """Whether a one-element tensor is nonzero (raises for any other number of elements)."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(
+                "Boolean value of Tensor with no values is ambiguous"
+                if n == 0
+                else "Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self)
 
     def __float__(self) -> float:
         return float(self.item())

@@ -26,7 +26,11 @@ from spx._tensor.dispatch import apply
 
 
 def _index(x: Any, *rest: Any) -> Any:
-    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``."""
+    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``.
+
+    Integers select first (their dimension goes away before the rest is indexed), as torch
+    does: ``x[1, :, idx]`` has ``idx``'s dimension last, where numpy would put it first.
+    """
     spec = rest[-1]
     dyn = iter(rest[:-1])
     index: list[Any] = []
@@ -36,13 +40,14 @@ def _index(x: Any, *rest: Any) -> Any:
         if kind == "n":
             index.append(None)
             continue
+        if kind == "i":
+            x = lax.dynamic_index_in_dim(x, next(dyn), axis, keepdims=False)
+            continue
         if kind == "s":
             x = lax.dynamic_slice_in_dim(x, next(dyn), e[1], axis)
             index.append(slice(None))
         elif kind == "S":
             index.append(slice(e[1], e[2], e[3]))
-        elif kind == "i":
-            index.append(next(dyn))
         else:  # "a": an integer array
             index.append(next(dyn))
         axis += 1
@@ -57,12 +62,37 @@ def _setitem(x: Any, value: Any, *rest: Any) -> Any:
     return x.reshape(-1).at[where.reshape(-1)].set(value.reshape(-1)).reshape(x.shape)
 
 
+def _additem(x: Any, value: Any, *rest: Any) -> Any:
+    """``x`` with ``value`` added at ``x[index]`` (repeated positions accumulate)."""
+    positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
+    where = _index(positions, *rest)
+    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    return x.reshape(-1).at[where.reshape(-1)].add(value.reshape(-1)).reshape(x.shape)
+
+
+def _masked_scatter(x: Any, mask: Any, source: Any) -> Any:
+    """The i-th True position of ``mask`` (row-major) takes ``source.flatten()[i]``."""
+    mask = jnp.broadcast_to(mask, x.shape)
+    flat = mask.reshape(-1)
+    take = jnp.clip(jnp.cumsum(flat) - 1, 0, max(source.size - 1, 0))
+    picked = source.reshape(-1).astype(x.dtype)[take].reshape(x.shape)
+    return jnp.where(mask, picked, x)
+
+
+def _put(x: Any, index: Any, source: Any, accumulate: bool) -> Any:
+    flat = x.reshape(-1)
+    at = flat.at[index.reshape(-1)]
+    src = source.reshape(-1).astype(x.dtype)
+    return (at.add(src) if accumulate else at.set(src)).reshape(x.shape)
+
+
 def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return jnp.where(mask, jnp.asarray(value).astype(x.dtype), x)
 
 
 def _gather(x: Any, index: Any, axis: int) -> Any:
+    _check_index("gather", x.shape, index, axis)
     # torch allows index smaller than x in the other dimensions: take the leading part.
     part = tuple(slice(None) if d == axis else slice(0, index.shape[d]) for d in range(x.ndim))
     return jnp.take_along_axis(x[part], index, axis=axis)
@@ -76,6 +106,7 @@ def _scatter_index(index: Any, axis: int) -> tuple:
 
 
 def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any:
+    _check_index("scatter", x.shape, index, axis, src)
     src = jnp.broadcast_to(jnp.asarray(src, x.dtype), index.shape) if jnp.ndim(src) == 0 else src
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     at = x.at[_scatter_index(index, axis)]
@@ -93,6 +124,7 @@ def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any
 
 
 def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
     idx = _scatter_index(index, axis)
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     base = x if include_self else jnp.zeros_like(x)
@@ -105,6 +137,7 @@ def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -
 
 
 def _scatter_reduce_excl(x: Any, index: Any, src: Any, axis: int, reduce: str) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
     idx = _scatter_index(index, axis)
     src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     hit = jnp.zeros(x.shape, bool).at[idx].set(True)
@@ -150,12 +183,52 @@ def _take_along(x: Any, index: Any, axis: int | None) -> Any:
     return jnp.take_along_axis(x, index, axis=axis)
 
 
+def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None) -> None:
+    """torch's checks of a gather/scatter index (dtype, rank, sizes; not its values); called
+    by the recorded functions, so it runs once per signature, while shapes are inferred."""
+    dtype = getattr(index, "dtype", None)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.integer):
+        raise RuntimeError(
+            f"{what}(): Expected dtype int32/int64 for index, got {dtype}; cast it: index.long()"
+        )
+    i_shape = tuple(np.shape(index))
+    if len(i_shape) != len(x_shape) and (i_shape or x_shape):
+        raise RuntimeError(
+            f"{what}(): Index tensor must have the same number of dimensions as input tensor "
+            f"(index {list(i_shape)}, input {list(x_shape)})"
+        )
+    for k, (a, b) in enumerate(zip(i_shape, x_shape, strict=False)):
+        if k != d and a > b:
+            raise RuntimeError(
+                f"{what}(): Size does not match at dimension {k} expected index {list(i_shape)} "
+                f"to be no larger than self {list(x_shape)} apart from dimension {d}"
+            )
+    s_shape = tuple(np.shape(src)) if src is not None else ()
+    if s_shape and any(a > b for a, b in zip(i_shape, s_shape, strict=False)):
+        raise RuntimeError(
+            f"{what}(): Expected index {list(i_shape)} to be no larger than src {list(s_shape)}"
+        )
+
+
+def _check_bool_mask(what: str, mask: Any) -> None:
+    dtype = getattr(mask, "dtype", None)
+    if dtype is not None and dtype != jnp.bool_:
+        raise RuntimeError(
+            f"{what} only supports boolean masks, but got mask with dtype {dtype}; compare "
+            "first, e.g. mask != 0"
+        )
+
+
 def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
 
 
-def _host(obj: Any) -> np.ndarray | None:
-    """The value of an index when it is cheaply available on the host, else None."""
+def _host(obj: Any, compute: bool = False) -> np.ndarray | None:
+    """The value of an index when it is cheaply available on the host (or, with ``compute``,
+    computed now), else None; None for a traced value in any case."""
+    if hasattr(obj, "_ref") and compute:
+        value = obj._value()
+        return None if isinstance(value, jax.core.Tracer) else np.asarray(value)
     if hasattr(obj, "_ref"):
         s = obj._cur()
         values = s.node.values
@@ -187,17 +260,18 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             consumed += 1
     if consumed > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {consumed})")
-    ellipses = sum(1 for e in index if e is Ellipsis)
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     spec: list[tuple] = []
     dyn: list[Any] = []
     axis = 0
+    expanded = False
     for e in index:
         if e is Ellipsis:
-            for _ in range(len(shape) - consumed):
+            # As torch: the first ``...`` stands for the unindexed dimensions, later ones for
+            # none (numpy refuses a second ``...``).
+            for _ in range(0 if expanded else len(shape) - consumed):
                 spec.append(("S", None, None, None))
                 axis += 1
+            expanded = True
         elif e is None:
             spec.append(("n",))
         elif isinstance(e, slice):
@@ -229,7 +303,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             if isinstance(e, bool | list):
                 arr = np.asarray(e)
             if np.dtype(_dtype_of(arr)) == np.bool_:
-                host = _host(arr)
+                host = _host(arr, compute=True)
                 if host is None:
                     # The result's shape depends on the mask's values, which a trace does not
                     # have: JAX's own error (spx.compile names the user's line and the fix).
@@ -277,6 +351,50 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     return tuple(spec), tuple(dyn)
 
 
+_PARSED: dict[tuple, tuple] = {}
+_PLAIN = (int, type(None))
+
+
+def _basic_key(index: Any) -> Any:
+    """A hashable key for an index made of ints, slices of ints, None and ``...`` (whose
+    parse depends only on the shape), or None for anything else (arrays, bools, tensors)."""
+    kind = type(index)
+    if kind is int:
+        return index
+    if kind is slice:
+        index = (index,)
+    elif kind is not tuple:
+        return None
+    key = []
+    for e in index:
+        kind = type(e)
+        if kind is int or e is None or e is Ellipsis:
+            key.append(e)
+        elif kind is slice and _plain_slice(e):
+            key.append(("slice", e.start, e.stop, e.step))
+        else:
+            return None
+    return tuple(key)
+
+
+def _plain_slice(e: slice) -> bool:
+    return type(e.start) in _PLAIN and type(e.stop) in _PLAIN and type(e.step) in _PLAIN
+
+
+def _parse_cached(shape: tuple, index: Any) -> tuple[tuple, tuple]:
+    """``_parse`` remembered per shape for basic indices (``x[0]``, ``x[:, 1:3]``, ...)."""
+    key = _basic_key(index)
+    if key is None:
+        return _parse(shape, index)
+    full = (shape, key)
+    found = _PARSED.get(full)
+    if found is None:
+        if len(_PARSED) > 4096:  # loops over many positions: keep the table small
+            _PARSED.clear()
+        found = _PARSED[full] = _parse(shape, index)
+    return found
+
+
 def _all_basic(spec: tuple) -> bool:
     return all(e[0] != "a" for e in spec)
 
@@ -287,7 +405,7 @@ class IndexingMethods:
     __slots__ = ()
 
     def __getitem__(self, index: Any) -> Any:
-        spec, dyn = _parse(self._aval.shape, index)
+        spec, dyn = _parse_cached(self._aval.shape, index)
         out = apply(_index, (spec,), (self, *dyn))
         if _all_basic(spec):
             return self._make_view(out, _index, (spec,), dyn)
@@ -303,10 +421,15 @@ class IndexingMethods:
             # x[mask] = scalar: a select, no need to know where the mask is True.
             self._assign_op(_mask_fill, (), (self, index, value))
             return
-        spec, dyn = _parse(shape, index)
+        spec, dyn = _parse_cached(shape, index)
         self._assign_op(_setitem, (spec,), (self, value, *dyn))
 
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on; mirrors torch).
+
+        Index values are not checked (that would need them on the host every step): an
+        out-of-range index reads NaN (floats) or a fill value, where torch raises.
+        """
         d = _dims.dim(dim, self.ndim)
         return apply(_gather, (d,), (self, index))
 
@@ -321,12 +444,16 @@ class IndexingMethods:
         """Write ``src`` (or ``value``) into ``self`` at ``index`` along ``dim`` (a copy)."""
         if src is None:
             src = value
+        if src is None:
+            raise TypeError("scatter() needs src (a tensor) or value (a number)")
         if reduce is not None and reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
-        return apply(_scatter, (_dims.dim(dim, self.ndim), reduce), (self, index, src))
+        d = _dims.dim(dim, self.ndim)
+        return apply(_scatter, (d, reduce), (self, index, src))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
-        return apply(_scatter, (_dims.dim(dim, self.ndim), "add"), (self, index, src))
+        d = _dims.dim(dim, self.ndim)
+        return apply(_scatter, (d, "add"), (self, index, src))
 
     def scatter_reduce(
         self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True
@@ -356,6 +483,33 @@ class IndexingMethods:
     def index_fill(self, dim: int, index: Any, value: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
         return apply(_index_update, (d, "fill"), (self, index, value, 1))
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """A copy with ``values`` at ``self[indices]`` (added there with ``accumulate``)."""
+        return self.clone().index_put_(indices, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """``self[indices] = values`` (``+=``, repeated positions summed, with ``accumulate``)."""
+        if not isinstance(indices, tuple | list):
+            raise TypeError("index_put_(): indices must be a tuple of tensors, e.g. (rows, cols)")
+        spec, dyn = _parse(self._aval.shape, tuple(indices))
+        fn = _additem if accumulate else _setitem
+        return self._assign_op(fn, (spec,), (self, values, *dyn))
+
+    def masked_scatter(self, mask: Any, source: Any) -> Any:
+        """A copy where the True positions of ``mask`` take ``source``'s elements in order."""
+        _check_bool_mask("masked_scatter_", mask)
+        return apply(_masked_scatter, (), (self, mask, source))
+
+    def masked_scatter_(self, mask: Any, source: Any) -> Any:
+        return self._assign(self.masked_scatter(mask, source))
+
+    def put(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        """A copy with ``source`` written at the flat positions ``index``."""
+        return apply(_put, (bool(accumulate),), (self, index, source))
+
+    def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        return self._assign(self.put(index, source, accumulate))
 
     def masked_select(self, mask: Any) -> Any:
         """The elements where ``mask`` (broadcast to ``self``) is True, as a 1-D tensor."""

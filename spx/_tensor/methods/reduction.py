@@ -1,9 +1,9 @@
-"""Reductions, scans and sorting of :class:`spx.Tensor` with torch's ``dim``/``keepdim``.
+"""Reductions and scans of :class:`spx.Tensor` with torch's ``dim``/``keepdim``.
 
-``max``/``min``/``median``/``mode``/``kthvalue``/``sort``/``topk`` with a dimension return
-named pairs ``(values, indices)`` as torch's ``torch.return_types`` do; ``max()`` without a
-dimension returns a 0-d tensor. ``std``/``var`` take ``correction`` (default 1) or torch's older
-``unbiased``. ``median`` returns the lower of the two middle values, as torch does.
+``dim`` is an int or a tuple (a 0-d tensor takes 0 or -1). ``max``/``min``/``cummax``/``cummin``
+with a dimension return named pairs ``(values, indices)`` as torch's ``torch.return_types`` do;
+``max()`` without a dimension returns a 0-d tensor. ``std``/``var`` take ``correction``
+(default 1) or torch's older ``unbiased``. Sorting and order statistics: :mod:`.ordering`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.ordering import OrderingMethods, ValuesIndices, _index_zero
 
 
-class ValuesIndices(NamedTuple):
-    """``(values, indices)`` of a reduction along a dimension (torch's ``return_types``)."""
+class MinMax(NamedTuple):
+    """``(min, max)`` of ``aminmax`` (torch's ``return_types.aminmax``)."""
 
-    values: Any
-    indices: Any
+    min: Any
+    max: Any
 
 
 def _sum(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
@@ -78,18 +80,20 @@ def _logsumexp(x: Any, axis: tuple, keepdims: bool) -> Any:
 
 
 def _argmax(x: Any, axis: int | None, keepdims: bool) -> Any:
-    if axis is None:
+    if axis is None or x.ndim == 0:
         return jnp.argmax(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
     return jnp.argmax(x, axis=axis, keepdims=keepdims)
 
 
 def _argmin(x: Any, axis: int | None, keepdims: bool) -> Any:
-    if axis is None:
+    if axis is None or x.ndim == 0:
         return jnp.argmin(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
     return jnp.argmin(x, axis=axis, keepdims=keepdims)
 
 
 def _max_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     idx = jnp.argmax(x, axis=axis, keepdims=True)
     vals = jnp.take_along_axis(x, idx, axis=axis)
     if not keepdims:
@@ -98,6 +102,8 @@ def _max_dim(x: Any, axis: int, keepdims: bool) -> tuple:
 
 
 def _min_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
     idx = jnp.argmin(x, axis=axis, keepdims=True)
     vals = jnp.take_along_axis(x, idx, axis=axis)
     if not keepdims:
@@ -105,51 +111,21 @@ def _min_dim(x: Any, axis: int, keepdims: bool) -> tuple:
     return vals, idx
 
 
-def _kth_dim(x: Any, k: int, axis: int, keepdims: bool) -> tuple:
-    """The k-th smallest (0-based) along ``axis`` and its index (stable: first occurrence)."""
-    order = jnp.argsort(x, axis=axis, stable=True)
-    idx = lax.slice_in_dim(order, k, k + 1, axis=axis)
-    vals = jnp.take_along_axis(x, idx, axis=axis)
-    if not keepdims:
-        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
-    return vals, idx
-
-
-def _median_all(x: Any) -> Any:
-    flat = jnp.sort(x.reshape(-1))
-    return flat[(flat.shape[0] - 1) // 2]
-
-
-def _sort(x: Any, axis: int, descending: bool, stable: bool) -> tuple:
-    key = -x if descending and jnp.issubdtype(x.dtype, jnp.inexact) else x
-    if descending and not jnp.issubdtype(x.dtype, jnp.inexact):
-        idx = jnp.flip(jnp.argsort(jnp.flip(x, axis), axis=axis, stable=True), axis)
-        idx = x.shape[axis] - 1 - idx
-    else:
-        idx = jnp.argsort(key, axis=axis, stable=True)
-    return jnp.take_along_axis(x, idx, axis=axis), idx
-
-
-def _topk(x: Any, k: int, axis: int, largest: bool) -> tuple:
-    moved = jnp.moveaxis(x, axis, -1)
-    if largest:
-        vals, idx = lax.top_k(moved, k)
-    else:
-        vals, idx = lax.top_k(-moved, k)
-        vals = -vals
-    return jnp.moveaxis(vals, -1, axis), jnp.moveaxis(idx, -1, axis)
-
-
 def _cumsum(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
     return jnp.cumsum(x, axis=axis, dtype=dtype)
 
 
 def _cumprod(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
     return jnp.cumprod(x, axis=axis, dtype=dtype)
 
 
 def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
-    n = x.shape[axis]
+    if x.ndim == 0:
+        return _index_zero(x)
     pos = lax.broadcasted_iota(jnp.int32, x.shape, axis)
 
     def combine(a: tuple, b: tuple) -> tuple:
@@ -158,38 +134,66 @@ def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
         take_b = (vb >= va) if is_max else (vb <= va)
         return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
 
-    del n
     return lax.associative_scan(combine, (x, pos), axis=axis)
 
 
 def _logcumsumexp(x: Any, axis: int) -> Any:
+    if x.ndim == 0:
+        return x
     return lax.cumlogsumexp(x, axis=axis)
 
 
+def _safe_root(total: Any, p: Any) -> Any:
+    """``total ** (1/p)`` with torch's zero gradient where ``total`` is 0 (not NaN)."""
+    zero = total == 0
+    root = jnp.sqrt if p == 2 else (lambda t: t ** (1.0 / p))
+    return jnp.where(zero, 0, root(jnp.where(zero, 1, total)))
+
+
 def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
-    if p == "fro" or p == 2:
-        return jnp.sqrt(jnp.sum(jnp.abs(x) ** 2, axis=axis, keepdims=keepdims))
+    if p == "nuc":
+        axes = (x.ndim - 2, x.ndim - 1) if axis is None else axis
+        moved = jnp.moveaxis(x, axes, (-2, -1))
+        out = jnp.sum(jnp.linalg.svd(moved, compute_uv=False), axis=-1)
+        if keepdims:
+            out = jnp.expand_dims(out, tuple(sorted(a % x.ndim for a in axes)))
+        return out
+    a = jnp.abs(x)
     if p == float("inf"):
-        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return jnp.max(a, axis=axis, keepdims=keepdims)
     if p == float("-inf"):
-        return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return jnp.min(a, axis=axis, keepdims=keepdims)
     if p == 0:
         return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
     if p == 1:
-        return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
-    if p == "nuc":
-        return jnp.sum(jnp.linalg.svd(x, compute_uv=False), axis=-1, keepdims=keepdims)
-    return jnp.sum(jnp.abs(x) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+        return jnp.sum(a, axis=axis, keepdims=keepdims)
+    if p == "fro" or p == 2:
+        sq = a * a if jnp.issubdtype(x.dtype, jnp.complexfloating) else x * x
+        return _safe_root(jnp.sum(sq, axis=axis, keepdims=keepdims), 2)
+    return _safe_root(jnp.sum(a**p, axis=axis, keepdims=keepdims), p)
+
+
+def _cov(x: Any, *rest: Any) -> Any:
+    *weights, correction, which = rest
+    it = iter(weights)
+    fw = next(it) if which[0] else None
+    aw = next(it) if which[1] else None
+    return jnp.cov(x, rowvar=True, ddof=correction, fweights=fw, aweights=aw).astype(x.dtype)
+
+
+def _corrcoef(x: Any) -> Any:
+    return jnp.corrcoef(x, rowvar=True).astype(x.dtype)
 
 
 def _axes(dim: Any, ndim: int) -> tuple | None:
     if dim is None:
         return None
-    return _dims.dims(dim, ndim)
+    axes = _dims.dims(dim, ndim)
+    return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1: nothing to reduce
 
 
 def _dtype(dtype: Any) -> Any:
-    return None if dtype is None else jnp.dtype(dtype)
+    return None if dtype is None else canonical(dtype)
 
 
 def _correction(correction: Any, unbiased: Any) -> float:
@@ -200,7 +204,7 @@ def _correction(correction: Any, unbiased: Any) -> float:
     return 1.0 if unbiased is None or unbiased else 0.0
 
 
-class ReductionMethods:
+class ReductionMethods(OrderingMethods):
     """Reductions, scans, sorting."""
 
     __slots__ = ()
@@ -263,8 +267,9 @@ class ReductionMethods:
         d = _dims.dim(dim, self.ndim)
         return ValuesIndices(*apply(_min_dim, (d, keepdim), (self,), n_out=2))
 
-    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> tuple:
-        return self.amin(dim, keepdim), self.amax(dim, keepdim)
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """``(min, max)`` over everything or along ``dim`` (mirrors ``torch.aminmax``)."""
+        return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
         d = None if dim is None else _dims.dim(dim, self.ndim)
@@ -290,37 +295,6 @@ class ReductionMethods:
         x = self if dtype is None else self.to(dtype)
         return apply(_norm, (p, _axes(dim, self.ndim), keepdim), (x,))
 
-    def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        if dim is None:
-            return apply(_median_all, (), (self,))
-        d = _dims.dim(dim, self.ndim)
-        k = (self.shape[d] - 1) // 2
-        return ValuesIndices(*apply(_kth_dim, (k, d, keepdim), (self,), n_out=2))
-
-    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-        d = _dims.dim(dim, self.ndim)
-        n = self.shape[d] if self.ndim else 1
-        if not 1 <= k <= n:
-            raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-        return ValuesIndices(*apply(_kth_dim, (k - 1, d, keepdim), (self,), n_out=2))
-
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        d = _dims.dim(dim, self.ndim)
-        return ValuesIndices(*apply(_sort, (d, descending, stable), (self,), n_out=2))
-
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        return self.sort(dim, descending, stable).indices
-
-    def msort(self) -> Any:
-        return self.sort(0).values
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
-        d = _dims.dim(dim, self.ndim)
-        n = self.shape[d] if self.ndim else 1
-        if not 0 <= k <= n:
-            raise RuntimeError(f"selected index k out of range (k={k}, size={n} at dim {d})")
-        return ValuesIndices(*apply(_topk, (k, d, largest), (self,), n_out=2))
-
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
         return apply(_cumsum, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))
 
@@ -337,3 +311,24 @@ class ReductionMethods:
 
     def logcumsumexp(self, dim: int) -> Any:
         return apply(_logcumsumexp, (_dims.dim(dim, self.ndim),), (self,))
+
+    # -- statistics of variables (rows) over observations (columns) ---------------------------
+    def cov(self, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
+        """Covariance matrix of the rows (variables) over the columns (observations)."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"cov(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        weights = tuple(w for w in (fweights, aweights) if w is not None)
+        which = (fweights is not None, aweights is not None)
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_cov, (int(correction), which), (x, *weights))
+
+    def corrcoef(self) -> Any:
+        """Pearson correlation coefficients of the rows."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"corrcoef(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_corrcoef, (), (x,))

@@ -1,4 +1,5 @@
-"""Shape methods: sizes, views (``view``, ``transpose``, ``split``, ...) and copies (``repeat``).
+"""Shape methods: sizes and views (``view``, ``transpose``, ``split``, ...); copies that
+rearrange elements are in :mod:`.arrange`.
 
 View methods record how the result derives from its base (``Tensor._make_view``), so in-place
 writes through a view reach the base, as torch's shared storage does. The pure functions below
@@ -19,6 +20,9 @@ from jax import lax
 from spx._tensor import _dims
 from spx._tensor._dims import Size
 from spx._tensor.dispatch import apply
+from spx._tensor.methods import _layout
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.arrange import ArrangeMethods
 
 
 def _reshape(x: Any, shape: tuple) -> Any:
@@ -81,35 +85,34 @@ def _unfold(x: Any, dim: int, size: int, step: int) -> Any:
     return jnp.moveaxis(out, dim + 1, -1)
 
 
-def _tile(x: Any, reps: tuple) -> Any:
-    return jnp.tile(x, reps)
-
-
-def _repeat_interleave(x: Any, repeats: int, axis: int | None) -> Any:
-    return jnp.repeat(x, repeats, axis=axis)
-
-
-def _repeat_interleave_counts(x: Any, counts: tuple, axis: int | None) -> Any:
-    return jnp.repeat(x, np.asarray(counts), axis=axis, total_repeat_length=sum(counts))
-
-
-def _flip(x: Any, dims: tuple) -> Any:
-    return jnp.flip(x, dims)
-
-
-def _roll(x: Any, shifts: tuple, dims: tuple | None) -> Any:
-    return jnp.roll(x, shifts, dims)
-
-
 def _bitcast(x: Any, dtype: Any) -> Any:
+    # XLA bitcasts no bools: a bool is one byte, 0 or 1, so go through uint8.
+    if x.dtype == jnp.bool_:
+        x = x.astype(jnp.uint8)
+    if dtype == jnp.bool_:
+        return lax.bitcast_convert_type(x, jnp.uint8) != 0
     return lax.bitcast_convert_type(x, dtype)
 
 
-# Views that keep a contiguous tensor contiguous (torch's contiguous() returns self then).
-_CONTIGUOUS = {_reshape, _expand_dims, _squeeze, _select, _slice, _split_part, _unbind_part}
+_TARGETS: dict[tuple, tuple] = {}
 
 
-class ShapeMethods:
+def _target(args: tuple, shape: tuple, what: str) -> tuple:
+    """The shape ``view(*args)``/``reshape(*args)`` resolves to for a tensor of ``shape``.
+
+    Plain int arguments (the common ``x.view(b, t, -1)``) are resolved once per shape: the
+    check and the ``-1`` inference cost more than recording the operation.
+    """
+    if all(type(a) is int for a in args):
+        key = (args, shape)
+        found = _TARGETS.get(key)
+        if found is None:
+            found = _TARGETS[key] = _dims.infer_shape(args, math.prod(shape), what)
+        return found
+    return _dims.infer_shape(_dims.shape_args(args, what), math.prod(shape), what)
+
+
+class ShapeMethods(ArrangeMethods):
     """Sizes, views and shape-changing copies of :class:`spx.Tensor`."""
 
     __slots__ = ()
@@ -148,13 +151,26 @@ class ShapeMethods:
 
     # -- views -------------------------------------------------------------------------------
     def view(self, *shape: Any) -> Any:
-        """The same data with another shape (``-1`` inferred); ``view(dtype)`` reinterprets."""
+        """The same data with another shape (``-1`` inferred); ``view(dtype)`` reinterprets.
+
+        As in torch, a view must be expressible with strides: ``x.t().view(-1)`` raises
+        (use ``reshape``, or ``contiguous()`` first).
+        """
         if len(shape) == 1 and not isinstance(shape[0], int | Sequence):
             return self._view_dtype(shape[0])
-        return self.reshape(*shape)
+        target = _target(shape, self._aval.shape, "view")
+        if self._view is not None:
+            old, strides = _layout.layout(self)
+            if _layout.view_strides(old, strides, target) is None:
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least "
+                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                    "instead."
+                )
+        return self._make_view(apply(_reshape, (target,), (self,)), _reshape, (target,))
 
     def _view_dtype(self, dtype: Any) -> Any:
-        dt = np.dtype(dtype)
+        dt = canonical(dtype)
         if dt.itemsize != self.dtype.itemsize:
             raise RuntimeError(
                 f"view(dtype={dt}): spx supports views between dtypes of the same size only "
@@ -163,7 +179,13 @@ class ShapeMethods:
         return self._make_view(apply(_bitcast, (dt,), (self,)), _bitcast, (dt,))
 
     def reshape(self, *shape: Any) -> Any:
-        target = _dims.infer_shape(_dims.shape_args(shape, "reshape"), self.numel(), "reshape")
+        """Another shape (``-1`` inferred): a view when strides allow one, else a copy (so
+        writes into ``x.t().reshape(-1)`` do not reach ``x``, as in torch)."""
+        target = _target(shape, self._aval.shape, "reshape")
+        if self._view is not None:
+            old, strides = _layout.layout(self)
+            if _layout.view_strides(old, strides, target) is None:
+                return apply(_reshape, (target,), (self,))
         return self._make_view(apply(_reshape, (target,), (self,)), _reshape, (target,))
 
     def view_as(self, other: Any) -> Any:
@@ -282,8 +304,15 @@ class ShapeMethods:
         return self.reshape(*shape[:d], *inner, *shape[d + 1 :])
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        view = self._view
-        return view is None or all(step[0] in _CONTIGUOUS for step in view.chain)
+        """Whether the elements are in row-major order (torch's strides rule)."""
+        if self._view is None:
+            return True
+        return _layout.is_contiguous(*_layout.layout(self))
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Element strides torch would give this tensor (views included)."""
+        shape, strides = _layout.layout(self)
+        return strides if dim is None else strides[_dims.dim(dim, len(shape))]
 
     def contiguous(self, memory_format: Any = None) -> Any:
         """``self`` when its elements are in row-major order, else a copy (as torch)."""
@@ -296,7 +325,7 @@ class ShapeMethods:
         if start < 0:
             start += n[d]
         if not (start >= 0 and length >= 0 and start + length <= n[d]):
-            raise IndexError(
+            raise RuntimeError(
                 f"start ({start}) + length ({length}) exceeds dimension size ({n[d]})."
             )
         return self._sliced(d, start, length)
@@ -395,41 +424,58 @@ class ShapeMethods:
         static = (d, size, step)
         return self._make_view(apply(_unfold, static, (self,)), _unfold, static)
 
-    # -- copies ------------------------------------------------------------------------------
-    def repeat(self, *sizes: Any) -> Any:
-        """Tile the tensor ``sizes`` times along each dimension (torch's ``repeat``)."""
-        reps = _dims.shape_args(sizes, "repeat")
-        if len(reps) < self.ndim:
+    def ravel(self) -> Any:
+        """The elements as a 1-D tensor (a view when possible, as torch)."""
+        return self.reshape(-1)
+
+    def broadcast_to(self, size: Any) -> Any:
+        """``expand`` to ``size`` (mirrors ``torch.broadcast_to``)."""
+        return self.expand(*_dims.shape_args((size,), "broadcast_to"))
+
+    def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+        return self.split(list(split_sizes), dim)
+
+    # torch's unsafe_* variants skip autograd's view checks; spx's views need none.
+    def unsafe_chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return self.chunk(chunks, dim)
+
+    def unsafe_split(self, split_size: Any, dim: int = 0) -> tuple:
+        return self.split(split_size, dim)
+
+    def unsafe_split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+        return self.split(list(split_sizes), dim)
+
+    def _split_like_numpy(self, what: str, sections: Any, d: int) -> tuple:
+        if isinstance(sections, int):
+            n = self._aval.shape[d]
+            if sections <= 0 or n % sections:
+                raise RuntimeError(
+                    f"torch.{what} attempted to split along dimension {d}, but the size of the "
+                    f"dimension {n} is not divisible by the split_size {sections}!"
+                )
+        return self.tensor_split(sections, d)
+
+    def hsplit(self, sections: Any) -> tuple:
+        """Split columns: along dim 1 (dim 0 for a 1-D tensor); mirrors ``torch.hsplit``."""
+        return self._split_like_numpy("hsplit", sections, 1 if self.ndim > 1 else 0)
+
+    def vsplit(self, sections: Any) -> tuple:
+        """Split rows: along dim 0 of a tensor with at least 2 dimensions."""
+        if self.ndim < 2:
             raise RuntimeError(
-                "Number of dimensions of repeat dims can not be smaller than number of "
-                "dimensions of tensor"
+                f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
             )
-        return apply(_tile, (reps,), (self,))
+        return self._split_like_numpy("vsplit", sections, 0)
 
-    def tile(self, *dims: Any) -> Any:
-        reps = _dims.shape_args(dims, "tile")
-        return apply(_tile, ((1,) * (self.ndim - len(reps)) + reps,), (self,))
+    def dsplit(self, sections: Any) -> tuple:
+        """Split along dim 2 of a tensor with at least 3 dimensions."""
+        if self.ndim < 3:
+            raise RuntimeError(
+                f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_like_numpy("dsplit", sections, 2)
 
-    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size=None) -> Any:
-        d = None if dim is None else _dims.dim(dim, self.ndim)
-        if isinstance(repeats, int):
-            return apply(_repeat_interleave, (repeats, d), (self,))
-        counts = tuple(int(c) for c in np.asarray(repeats).reshape(-1))
-        return apply(_repeat_interleave_counts, (counts, d), (self,))
-
-    def flip(self, *dims: Any) -> Any:
-        ds = _dims.dims(_dims.shape_args(dims, "flip"), self.ndim)
-        return apply(_flip, (ds,), (self,))
-
-    def fliplr(self) -> Any:
-        return self.flip(1)
-
-    def flipud(self) -> Any:
-        return self.flip(0)
-
-    def roll(self, shifts: Any, dims: Any = None) -> Any:
-        if dims is None:
-            return apply(_roll, (int(shifts), None), (self.flatten(),)).view(self.shape)
-        sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-        ds = _dims.dims(dims, self.ndim)
-        return apply(_roll, (sh, ds), (self,))
+    def is_same_size(self, other: Any) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
