@@ -96,9 +96,14 @@ def next_key_tensor() -> Any:
     from spx._tensor.dispatch import apply
 
     ctx = _context.current()
-    key = ctx.key if ctx.key is not None else get_key()
     if not trace_state_clean() and not _transforms.is_binding():
-        raise RuntimeError(_transforms.MSG_RANDOM)  # the key would leak out of a plain jit
+        # Under a foreign transform: split eagerly. Fine under an evaluating one (an eager
+        # jax.grad keeps the key concrete); under a staging one (jax.jit) the key would leak
+        # out of the trace, and next_key's check raises with the right code.
+        from spx._tensor.tensor import Tensor
+
+        return Tensor._of(next_key())
+    key = ctx.key if ctx.key is not None else get_key()
     new, sub = apply(_split, (), (key,), n_out=2)
     ctx.key = new
     return sub
