@@ -7,7 +7,8 @@ whole process group, so helpers the worker started stop with it. On Linux every 
 its workers, so no worker outlives spx-run.
 
 Stopping is two-step: the death signal (SIGTERM, or the signal the launcher received), then, after
-``timeout`` seconds, SIGKILL for whoever is left (JAX's distributed runtime catches SIGTERM).
+``timeout`` seconds, SIGKILL for whoever is left (a worker may catch SIGTERM: JAX's preemption
+service does, unless spx's multi-process runtime turned it off).
 
 A worker's stderr that goes to the console is passed through the launcher unchanged, byte for
 byte, keeping its last lines for the failure report; redirected stderr is read back from its file.
