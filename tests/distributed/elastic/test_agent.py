@@ -190,3 +190,36 @@ def test_a_group_restart_after_a_killed_rank_takes_seconds_not_the_grace_period(
     killed = float((tmp_path / "killed").read_text())
     restarted = min(float((tmp_path / f"start.{r}.1").read_text()) for r in (0, 1))
     assert restarted - killed < 10.0, f"restart took {restarted - killed:.1f} s\n{proc.stderr}"
+
+
+def test_the_root_cause_is_the_worker_that_ended_first_within_one_monitor_interval(tmp_path):
+    # Rank 1 is killed; rank 0 notices and raises (writing an error file) a moment later. Both
+    # exits fall in one monitor interval: the report must name rank 1, not the victim that
+    # happens to have the lower rank and an error file.
+    script(
+        tmp_path,
+        "culprit.py",
+        """
+        import os, signal, time
+        import spx  # the error file of rank 0's exception
+        if os.environ["RANK"] == "1":
+            with open("pid.tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename("pid.tmp", "pid.1")
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        while not os.path.exists("pid.1"):
+            time.sleep(0.01)
+        stat = f"/proc/{open('pid.1').read()}/stat"
+        while os.path.exists(stat) and open(stat).read().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        raise RuntimeError("rank 0 saw rank 1 die")
+        """,
+    )
+    flags = ["--nproc-per-node", "2", "--monitor-interval", "2"]
+    proc = run([*SPX_RUN, *_flags(*flags), "culprit.py"], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert "RuntimeError: rank 0 saw rank 1 die" in proc.stderr  # both failures were seen
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert re.search(r"rank\s+: 1 \(local_rank: 1\)", root), proc.stderr
+    assert "exitcode  : -9" in root
