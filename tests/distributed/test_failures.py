@@ -9,6 +9,7 @@ other ranks outlived the failure.
 from __future__ import annotations
 
 import re
+import signal
 
 import pytest
 
@@ -91,6 +92,14 @@ def test_sigterm_ends_a_rank_blocked_in_a_wait_at_once_and_aborts_the_job():
     assert "the job was aborted: rank 0 received SIGTERM" in runs[1].stderr, log
     start = max(r.seconds for r in runs) - min(r.seconds for r in runs)
     assert start < STOP_WITHIN, log
+
+
+def test_a_sigterm_handler_of_the_program_takes_precedence():
+    runs = _launch("own-sigterm")
+    log = _procs.logs(runs)
+    assert [r.returncode for r in runs] == [0, 0], log
+    assert f"rank 0 reached handled signal [{int(signal.SIGTERM)}]" in runs[0].stdout, log
+    assert all(f"rank {r.rank} reached end" in r.stdout for r in runs), log
 
 
 def test_unmatched_receive_times_out():

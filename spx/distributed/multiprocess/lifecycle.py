@@ -312,7 +312,9 @@ class _SigtermHandler:
                 return
             if not data:
                 return
-            if signal.SIGTERM in data:  # one byte per signal, its number
+            # One byte per signal, its number. A handler the program installed after ours
+            # takes over SIGTERM: then the signal is its business.
+            if signal.SIGTERM in data and signal.getsignal(signal.SIGTERM) == self._on_signal:
                 self._stop()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
@@ -335,7 +337,8 @@ def install_sigterm(watchdog: Watchdog) -> bool:
     """Make SIGTERM abort the job and end this rank promptly (see the module docstring).
 
     Leaves SIGTERM alone — returning False — off the main thread (Python allows handlers only
-    there) and when the program installed its own Python handler for it.
+    there) and when the program installed its own Python handler for it; a handler the program
+    installs later replaces this one.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
