@@ -20,7 +20,7 @@ Environment (besides torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTE
 - ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: check every collective's signature across ranks.
 
 SIGTERM (what launchers send to stop workers) aborts the job and ends the rank by SIGTERM within
-a watchdog period, even when it is blocked in a collective; JAX's preemption service, which would
+a second or two, even when it is blocked in a collective; JAX's preemption service, which would
 catch SIGTERM and keep the rank running, stays off unless ``JAX_ENABLE_PREEMPTION_SERVICE`` is
 set (then the rank survives SIGTERM until the launcher's SIGKILL). The job's lifetime is bound
 to rank 0, which hosts JAX's coordination service: it waits at exit until every rank is done

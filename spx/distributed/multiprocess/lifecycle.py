@@ -23,9 +23,9 @@ Four mechanisms, all per process (one rank per process, so process-wide state is
   keep the rank running until the launcher's SIGKILL, a grace period later (30 s by default), so
   ``init_process_group`` leaves that service off and installs :func:`install_sigterm`'s handler:
   the rank aborts the job (so ranks that got no signal stop too) and ends *by* SIGTERM (exit
-  status -15, as a process without a handler), within a watchdog period even when its main
-  thread is blocked in C++ (a collective, a transfer, a key-value wait), where a Python signal
-  handler alone would never run.
+  status -15, as a process without a handler) at once — rank 0 after the short linger below —
+  even when its main thread is blocked in C++ (a collective, a transfer, a key-value wait),
+  where a Python signal handler alone would never run.
 """
 
 from __future__ import annotations
