@@ -9,6 +9,7 @@ other ranks outlived the failure.
 from __future__ import annotations
 
 import re
+import signal
 
 import pytest
 
@@ -78,6 +79,27 @@ def test_peer_that_exits_midway_stops_a_rank_waiting_for_it():
     assert runs[0].returncode == 1 and runs[1].returncode != 0, log
     assert "rank(s) [1] exited without taking part" in runs[0].stderr, log
     assert "rank 0 reached end" not in runs[0].stdout, log
+
+
+def test_sigterm_ends_a_rank_blocked_in_a_wait_at_once_and_aborts_the_job():
+    # JAX's preemption service would swallow SIGTERM; spx ends the rank by it, promptly, even
+    # while its main thread is blocked in C++, and tells the other ranks why.
+    runs = _launch("sigterm")
+    log = _procs.logs(runs)
+    assert runs[0].returncode == -15, log  # ended by SIGTERM, as a process without handler
+    assert "[rank 0] spx.distributed: received SIGTERM; aborting" in runs[0].stderr, log
+    assert runs[1].returncode == 1, log
+    assert "the job was aborted: rank 0 received SIGTERM" in runs[1].stderr, log
+    start = max(r.seconds for r in runs) - min(r.seconds for r in runs)
+    assert start < STOP_WITHIN, log
+
+
+def test_a_sigterm_handler_of_the_program_takes_precedence():
+    runs = _launch("own-sigterm")
+    log = _procs.logs(runs)
+    assert [r.returncode for r in runs] == [0, 0], log
+    assert f"rank 0 reached handled signal [{int(signal.SIGTERM)}]" in runs[0].stdout, log
+    assert all(f"rank {r.rank} reached end" in r.stdout for r in runs), log
 
 
 def test_unmatched_receive_times_out():

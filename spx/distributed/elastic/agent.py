@@ -17,6 +17,7 @@ Mirrors torch's ``SimpleElasticAgent._invoke_run`` with ``LocalElasticAgent``:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -300,7 +301,9 @@ class LocalAgent:
         failures = dict(first)
         for rank, failure in self._failures(self._live.poll()).items():
             failures.setdefault(rank, failure)
-        root = min(first, key=lambda r: (first[r].timestamp, first[r].local_rank))
+        # The worker that ended first (error files and the report have whole seconds only).
+        ended = self._live.exit_times
+        root = min(first, key=lambda r: (ended.get(first[r].local_rank, math.inf), r))
         f = failures[root]
         _log.error(
             "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s",

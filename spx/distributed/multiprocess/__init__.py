@@ -19,9 +19,12 @@ Environment (besides torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTE
 - ``SPX_WATCHDOG_INTERVAL`` (0.5 s), ``SPX_EXIT_GRACE`` (5 s): failure detection;
 - ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: check every collective's signature across ranks.
 
-JAX's preemption service keeps its SIGTERM handler: a rank survives SIGTERM (launchers follow
-up with SIGKILL, as ``spx-run`` does). The job's lifetime is bound to rank 0, which hosts JAX's
-coordination service: it waits at exit until every rank is done (the exit handshake).
+SIGTERM (what launchers send to stop workers) aborts the job and ends the rank by SIGTERM within
+a second or two, even when it is blocked in a collective; JAX's preemption service, which would
+catch SIGTERM and keep the rank running, stays off unless ``JAX_ENABLE_PREEMPTION_SERVICE`` is
+set (then the rank survives SIGTERM until the launcher's SIGKILL). The job's lifetime is bound
+to rank 0, which hosts JAX's coordination service: it waits at exit until every rank is done
+(the exit handshake).
 """
 
 from spx.distributed.multiprocess.backend import ProcessBackend as ProcessBackend

@@ -1,6 +1,6 @@
 """How a multi-process job fails fast and exits cleanly.
 
-Three mechanisms, all per process (one rank per process, so process-wide state is the rank's):
+Four mechanisms, all per process (one rank per process, so process-wide state is the rank's):
 
 * **Abort.** A rank that fails publishes ``spx/abort`` in the job's key-value store. A watchdog
   thread in every process polls that key (every ``SPX_WATCHDOG_INTERVAL`` seconds, default
@@ -18,14 +18,24 @@ Three mechanisms, all per process (one rank per process, so process-wide state i
 * **Normal exit.** An ``atexit`` handler (it runs before JAX's) waits for this rank's own
   receives to finish, announces ``spx/exiting/<rank>`` and waits until every rank did, so no
   process exits — taking its transfer server down — while a peer still pulls from it.
+* **SIGTERM.** Launchers stop workers with SIGTERM (spx-run and torchrun on a failure, before a
+  restart, or when they are stopped themselves). JAX's preemption service would catch it and
+  keep the rank running until the launcher's SIGKILL, a grace period later (30 s by default), so
+  ``init_process_group`` leaves that service off and installs :func:`install_sigterm`'s handler:
+  the rank aborts the job (so ranks that got no signal stop too) and ends *by* SIGTERM (exit
+  status -15, as a process without a handler) at once — rank 0 after the short linger below —
+  even when its main thread is blocked in C++ (a collective, a transfer, a key-value wait),
+  where a Python signal handler alone would never run.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -38,6 +48,7 @@ from spx.distributed.multiprocess.kvstore import KeyValueStore
 
 ABORT_KEY = "spx/abort"
 EXITING_DIR = "spx/exiting/"
+_LEAVING = threading.Lock()  # held by the thread that ends the process after a failure
 
 
 def _env_seconds(name: str, default: float) -> float:
@@ -195,6 +206,8 @@ class Watchdog:
         return self._exiting_since
 
     def _end(self, entry: _Blocked, why: str) -> None:
+        if _LEAVING.locked():
+            return  # this rank is already stopping, with its own report
         print(
             f"[rank {self.rank}] spx.distributed: stopping this rank, blocked for "
             f"{time.monotonic() - entry.since:.1f} s in {entry.what}: {why}",
@@ -234,21 +247,105 @@ class Watchdog:
         return False
 
 
-def _leave_after_failure(watchdog: Watchdog, code: int) -> None:
+def _leave_after_failure(watchdog: Watchdog, code: int, by_signal: int | None = None) -> None:
     """Exit after this rank failed or was stopped. Rank 0 hosts the job's coordination service,
     whose end makes JAX terminate every other process at once: it lingers for a few watchdog
     periods so that the others first see the abort and stop with their own report."""
+    if not _LEAVING.acquire(blocking=False):
+        while True:  # another thread is already ending the process (its way: its exit code)
+            time.sleep(60)
     if watchdog.rank == 0 and watchdog.world_size > 1:
         time.sleep(min(2.0, 3 * watchdog.interval))
-    _hard_exit(code)
+    _hard_exit(code, by_signal)
 
 
-def _hard_exit(code: int) -> None:
-    """Leave now: flush what was printed, skip JAX's exit barrier (peers may be gone)."""
+def _hard_exit(code: int, by_signal: int | None = None) -> None:
+    """Leave now: flush what was printed, skip JAX's exit barrier (peers may be gone).
+
+    With ``by_signal``, end by that signal with its default action (the exit status a parent
+    sees for a process the signal killed), falling back to ``code``.
+    """
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    if by_signal is not None:
+        with contextlib.suppress(Exception):
+            # signal.signal() works on the main thread only and this may run on another one;
+            # libc's signal() has no such limit.
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+            libc.signal.restype = ctypes.c_void_p
+            libc.signal(by_signal, 0)  # SIG_DFL
+            os.kill(os.getpid(), by_signal)
+            time.sleep(1.0)  # delivery is asynchronous when another thread has it unblocked
     os._exit(code)
+
+
+class _SigtermHandler:
+    """Ends this rank on SIGTERM: abort the job, then exit by SIGTERM (see the module doc).
+
+    Python runs a signal handler on the main thread between bytecodes, never while that thread
+    is blocked in C++. The handler is installed anyway (it runs when the main thread is in
+    Python), and a thread waits on the signal module's wakeup file descriptor, to which the
+    interpreter's C-level handler writes the signal number at once, whatever the main thread
+    does. Whichever comes first stops the rank.
+    """
+
+    def __init__(self, watchdog: Watchdog) -> None:
+        self._watchdog = watchdog
+        self._once = threading.Lock()
+        self._read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        if previous != -1:  # someone (an asyncio loop) owns the wakeup fd: leave it to them
+            signal.set_wakeup_fd(previous)
+            os.close(write_fd)
+        else:
+            threading.Thread(target=self._wait, name="spx-sigterm", daemon=True).start()
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _wait(self) -> None:
+        while True:
+            try:
+                data = os.read(self._read_fd, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            # One byte per signal, its number. A handler the program installed after ours
+            # takes over SIGTERM: then the signal is its business.
+            if signal.SIGTERM in data and signal.getsignal(signal.SIGTERM) == self._on_signal:
+                self._stop()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if not self._once.acquire(blocking=False):
+            return  # the other path is already stopping the rank
+        w = self._watchdog
+        print(
+            f"[rank {w.rank}] spx.distributed: received SIGTERM; aborting the job and exiting",
+            file=sys.stderr,
+            flush=True,
+        )
+        w.abort(f"rank {w.rank} received SIGTERM")
+        _leave_after_failure(w, 128 + signal.SIGTERM, by_signal=signal.SIGTERM)
+
+
+def install_sigterm(watchdog: Watchdog) -> bool:
+    """Make SIGTERM abort the job and end this rank promptly (see the module docstring).
+
+    Leaves SIGTERM alone — returning False — off the main thread (Python allows handlers only
+    there) and when the program installed its own Python handler for it; a handler the program
+    installs later replaces this one.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return False
+    _SigtermHandler(watchdog)
+    return True
 
 
 def write_error_file(error: BaseException, text: str) -> None:

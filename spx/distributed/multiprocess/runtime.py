@@ -215,6 +215,13 @@ def start(rank: int, world_size: int, timeout: float, init_method: str | None) -
     if _has_gpu_plugin() and not os.environ.get("CUDA_VISIBLE_DEVICES"):
         kwargs["local_device_ids"] = [local_rank]
     cache_dir = compile_cache.enable(rank)
+    # JAX's preemption service exists for multihost_utils.reached_preemption_sync_point; its
+    # SIGTERM handler keeps the rank running after a launcher's SIGTERM until the SIGKILL a
+    # grace period later. spx ends the rank on SIGTERM instead (lifecycle.install_sigterm),
+    # unless the user turned the service on explicitly.
+    jax_preemption = "JAX_ENABLE_PREEMPTION_SERVICE" in os.environ
+    if not jax_preemption:
+        jax.config.update("jax_enable_preemption_service", False)
     try:
         jax.distributed.initialize(
             coordinator_address=address,
@@ -250,5 +257,7 @@ def start(rank: int, world_size: int, timeout: float, init_method: str | None) -
         cache_dir=cache_dir,
     )
     lifecycle.install(watchdog, timeout, lambda: runtime.transfers and runtime.transfers.drain())
+    if not jax_preemption:
+        lifecycle.install_sigterm(watchdog)
     _RUNTIME = runtime
     return runtime

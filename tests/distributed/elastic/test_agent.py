@@ -151,3 +151,75 @@ def test_a_program_that_cannot_start_is_a_clear_error(tmp_path):
     proc = run([*SPX_RUN, *_flags("--no-python"), "./no-such-program"], cwd=tmp_path)
     assert proc.returncode == 1
     assert "could not start local rank 0" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_group_restart_after_a_killed_rank_takes_seconds_not_the_grace_period(tmp_path):
+    # Rank 1 dies without a word while rank 0 waits for it in a key-value wait (which never
+    # notices a dead peer): spx-run must SIGTERM rank 0, which JAX's preemption service would
+    # survive until the SIGKILL 30 s later. spx ranks end on SIGTERM, so the restart is prompt.
+    script(
+        tmp_path,
+        "killed.py",
+        """
+        import os, signal, time
+        import spx.distributed as dist
+        attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
+        with open(f"start.{os.environ['RANK']}.{attempt}", "w") as f:
+            f.write(repr(time.time()))
+        dist.init_process_group()
+        rank = dist.get_rank()
+        dist.barrier()
+        if attempt == "0":
+            if rank == 1:
+                with open("killed", "w") as f:
+                    f.write(repr(time.time()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            dist.all_gather_object([None, None], rank)
+        print(f"rank {rank} done in attempt {attempt}", flush=True)
+        """,
+    )
+    flags = ["--nproc-per-node", "2", "--max-restarts", "1", "--shutdown-timeout", "30"]
+    proc = run(
+        [*SPX_RUN, "--master-port", str(free_ports()), *flags, "killed.py"],
+        cwd=tmp_path,
+        timeout=150,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 done in attempt 1" in proc.stdout and "rank 1 done in attempt 1" in proc.stdout
+    assert "[rank 0] spx.distributed: received SIGTERM; aborting" in proc.stderr
+    killed = float((tmp_path / "killed").read_text())
+    restarted = min(float((tmp_path / f"start.{r}.1").read_text()) for r in (0, 1))
+    assert restarted - killed < 10.0, f"restart took {restarted - killed:.1f} s\n{proc.stderr}"
+
+
+def test_the_root_cause_is_the_worker_that_ended_first_within_one_monitor_interval(tmp_path):
+    # Rank 1 is killed; rank 0 notices and raises (writing an error file) a moment later. Both
+    # exits fall in one monitor interval: the report must name rank 1, not the victim that
+    # happens to have the lower rank and an error file.
+    script(
+        tmp_path,
+        "culprit.py",
+        """
+        import os, signal, time
+        import spx  # the error file of rank 0's exception
+        if os.environ["RANK"] == "1":
+            with open("pid.tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename("pid.tmp", "pid.1")
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        while not os.path.exists("pid.1"):
+            time.sleep(0.01)
+        stat = f"/proc/{open('pid.1').read()}/stat"
+        while os.path.exists(stat) and open(stat).read().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        raise RuntimeError("rank 0 saw rank 1 die")
+        """,
+    )
+    flags = ["--nproc-per-node", "2", "--monitor-interval", "2"]
+    proc = run([*SPX_RUN, *_flags(*flags), "culprit.py"], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert "RuntimeError: rank 0 saw rank 1 die" in proc.stderr  # both failures were seen
+    root = proc.stderr.split("Root Cause (first observed failure):")[1]
+    assert re.search(r"rank\s+: 1 \(local_rank: 1\)", root), proc.stderr
+    assert "exitcode  : -9" in root

@@ -69,6 +69,8 @@ def test_failure_without_error_file_shows_stderr_tail():
     f = ProcessFailure(local_rank=0, pid=5, exitcode=2, error_file="", stderr_tail="a\nlast words")
     assert f.error_file == "<N/A>"
     assert "exit code 2 and no error file" in f.message and f.message.endswith("a\nlast words")
+    # sys.exit(2) (argparse's error, SystemExit("message")) leaves no file either: say so.
+    assert "the worker called sys.exit(2)" in f.message
 
 
 def _python(code, **env):

@@ -51,6 +51,33 @@ def main(mode: str) -> None:
             dist.recv(jnp.zeros(4), src=1, tag=9)
         else:
             time.sleep(60)
+    elif mode == "sigterm":
+        # Rank 1 sends SIGTERM to rank 0 while rank 0 waits for it in an object collective (a
+        # key-value wait inside C++, which a Python signal handler alone cannot interrupt).
+        pids: list = [None, None]
+        dist.all_gather_object(pids, os.getpid())
+        if rank == 1:
+            time.sleep(0.5)
+            os.kill(pids[0], signal.SIGTERM)
+            dist.barrier()  # rank 0 never comes: ended by the watchdog once rank 0 aborted
+        else:
+            dist.all_gather_object([None, None], "rank 1 never sends this")
+    elif mode == "own-sigterm":
+        # The program handles SIGTERM itself (installed after init_process_group): spx's
+        # handler must step aside, and the job goes on.
+        got = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+        pids: list = [None, None]
+        dist.all_gather_object(pids, os.getpid())
+        if rank == 1:
+            os.kill(pids[0], signal.SIGTERM)
+        else:
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(1.0)  # time enough for spx's watcher thread to act, if it wrongly did
+            say(f"handled signal {got}")
+        dist.barrier()
     elif mode == "late-pull":
         # Rank 0 sends and is done at once; rank 1 pulls a second later: the exit handshake
         # must keep rank 0's transfer server up until then.

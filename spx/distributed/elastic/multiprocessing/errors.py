@@ -12,7 +12,8 @@ change to the script, an exception hook that ``import spx`` installs when the va
 (:mod:`spx.distributed.elastic.autorecord`). When a worker fails, the launcher reads the files
 into :class:`ProcessFailure` and raises :class:`ChildFailedError`, whose message is torch's
 "Root Cause (first observed failure)" report. A worker that left no file (not Python, killed by
-a signal, failed before ``import spx``) is reported with its exit code and its last stderr lines.
+a signal, left by ``sys.exit(N)``, failed before ``import spx``) is reported with its exit code
+and its last stderr lines.
 """
 
 from __future__ import annotations
@@ -170,9 +171,10 @@ class ProcessFailure:
                 )
             else:
                 self.message = (
-                    f"exit code {self.exitcode} and no error file: the worker failed before "
-                    "`import spx` or outside Python (decorate its main with "
-                    "spx.distributed.elastic.multiprocessing.errors.record to be sure)"
+                    f"exit code {self.exitcode} and no error file: the worker called "
+                    f"sys.exit({self.exitcode}), failed before `import spx`, or is not Python "
+                    "(decorate its main with spx.distributed.elastic.multiprocessing.errors."
+                    "record to record its exceptions in any case)"
                 )
             if self.stderr_tail:
                 self.message += "\nLast lines of its stderr:\n" + self.stderr_tail.rstrip("\n")

@@ -7,7 +7,8 @@ whole process group, so helpers the worker started stop with it. On Linux every 
 its workers, so no worker outlives spx-run.
 
 Stopping is two-step: the death signal (SIGTERM, or the signal the launcher received), then, after
-``timeout`` seconds, SIGKILL for whoever is left (JAX's distributed runtime catches SIGTERM).
+``timeout`` seconds, SIGKILL for whoever is left (a worker may catch SIGTERM: JAX's preemption
+service does, unless spx's multi-process runtime turned it off).
 
 A worker's stderr that goes to the console is passed through the launcher unchanged, byte for
 byte, keeping its last lines for the failure report; redirected stderr is read back from its file.
@@ -139,7 +140,7 @@ class WorkerProcesses:
         self.procs: dict[int, subprocess.Popen] = {}
         self._pumps: dict[int, _StderrPump] = {}
         self._files: list[IO] = []
-        self.exit_times: dict[int, float] = {}
+        self.exit_times: dict[int, float] = {}  # local rank -> when it exited (epoch seconds)
 
     def _open(self, dest: str) -> IO | None:
         if dest == CONSOLE:
@@ -174,8 +175,19 @@ class WorkerProcesses:
                     "check the script path, or drop --no-python for a Python script"
                 ) from e
             self.procs[rank] = proc
+            threading.Thread(
+                target=self._note_exit, args=(rank, proc.pid), name="spx-exit", daemon=True
+            ).start()
             if pipe_stderr:
                 self._pumps[rank] = _StderrPump(proc.stderr, echo=self.stderrs[rank] == CONSOLE)
+
+    def _note_exit(self, rank: int, pid: int) -> None:
+        """Record when the worker exits, to the millisecond: several workers often end within
+        one monitor interval (a crash, then the peers that noticed it), and the report must
+        name the one that ended first. ``WNOWAIT`` leaves the reaping to :meth:`poll`."""
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        self.exit_times.setdefault(rank, time.time())
 
     def pids(self) -> dict[int, int]:
         """Local rank -> pid."""
