@@ -24,6 +24,7 @@ key is itself a tracer is also inside a binding (the pipeline stages bind the ke
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -162,6 +163,77 @@ def _traced(value: Any) -> bool:
     return values is None or isinstance(values[s.idx], jax.core.Tracer)
 
 
+class _Foreign(threading.local):
+    depth = 0  # > 0 while a module called under a foreign transform runs its forward
+    names: dict[int, str] = {}  # noqa: RUF012 (per thread) id(storage) -> "BatchNorm1d.running_mean"
+
+
+def inplace_error(target: Any) -> RuntimeError:
+    """The error for an in-place write into ``target`` (state that outlives a foreign trace)."""
+    what = _FOREIGN.names.get(id(target._s)) or target._describe()
+    return RuntimeError(MSG_INPLACE.format(what=what))
+
+
+_FOREIGN = _Foreign()
+
+
+def foreign_call(module: Any, args: tuple, kwargs: dict) -> Any:
+    """Run ``module``'s forward under a foreign transform (the outermost module call only).
+
+    Its parameters and buffers that are still pending (a fresh module's initial values) are
+    computed first, concretely, so none is computed as a tracer that would stay in the module,
+    and an in-place update of one (BatchNorm's statistics) is refused as a write into state
+    that outlives the trace. On a traced copy, in-place updates are JAX's functional style;
+    those nobody hands on are reported when the copy is dropped (see :func:`check_buffer`).
+    """
+    if _FOREIGN.depth:
+        return module.forward(*args, **kwargs)
+    owners = list(module.named_modules(remove_duplicate=True))
+    tensors = [
+        (m, name, t, path)
+        for path, m in owners
+        for table in ("_parameters", "_buffers")
+        for name, t in m.__dict__[table].items()
+        if t is not None
+    ]
+    lazy = [
+        t._s for _, _, t, _ in tensors
+        if t._s.node.values is None and not graph.depends_on_tracer(t._s.node)
+    ]  # fmt: skip
+    if lazy:
+        from spx._tensor import program
+
+        with jax.ensure_compile_time_eval():
+            program.run(lazy, with_pending=False)
+    copies = [(m, name, t, t._s.node, t._s.idx) for m, name, t, _ in tensors
+              if m.__dict__.get(_pytree.TRACED_COPY) and name in m.__dict__["_buffers"]]  # fmt: skip
+    _FOREIGN.names = {
+        id(t._s): f"{type(m).__name__}.{name}" + (f" ({path}.{name})" if path else "")
+        for m, name, t, path in tensors
+    }
+    _FOREIGN.depth += 1
+    try:
+        out = module.forward(*args, **kwargs)
+    finally:
+        _FOREIGN.depth -= 1
+        _FOREIGN.names = {}
+    for m, name, t, node, idx in copies:
+        if t._s.node is not node or t._s.idx != idx:
+            _note_dropped(m, name, _user_code.from_stack(2))
+    return out
+
+
+def _note_dropped(module: Any, name: str, where: _user_code.Location | None) -> None:
+    """Remember that ``module``'s buffer ``name`` got a traced update; report it if dropped."""
+    d = module.__dict__
+    pending = d.get(_pytree.PENDING)
+    if pending is None:
+        pending = d[_pytree.PENDING] = _Pending(type(module).__name__, where)
+        weakref.finalize(module, _report_dropped, pending)
+    pending.delivered = False  # updated again after any earlier hand-off
+    pending.names.append(name)
+
+
 def check_buffer(module: Any, name: str, value: Any) -> None:
     """Refuse a traced buffer assignment that nobody will read back.
 
@@ -176,13 +248,6 @@ def check_buffer(module: Any, name: str, value: Any) -> None:
     """
     if not _traced(value) or is_binding():
         return
-    d = module.__dict__
-    owner = type(module).__name__
-    if not d.get(_pytree.TRACED_COPY):
-        raise RuntimeError(MSG_BUFFER.format(owner=owner, name=name))
-    pending = d.get(_pytree.PENDING)
-    if pending is None:
-        pending = d[_pytree.PENDING] = _Pending(owner, _user_code.from_stack(2))
-        weakref.finalize(module, _report_dropped, pending)
-    pending.delivered = False  # updated again after any earlier hand-off
-    pending.names.append(name)
+    if not module.__dict__.get(_pytree.TRACED_COPY):
+        raise RuntimeError(MSG_BUFFER.format(owner=type(module).__name__, name=name))
+    _note_dropped(module, name, _user_code.from_stack(2))

@@ -120,9 +120,29 @@ class _ThreadState(threading.local):
         # Weak references to storages that were given a pending node; the next flush computes
         # those still alive (a dead one's value is never needed again).
         self.pending: list[weakref.ref] = []
+        # ids of tensors a Module's pytree flatten is handing to JAX (jax.jit(f)(model)):
+        # passing a model to a JAX transform is a deliberate functional use, not a jnp call
+        # that would drop gradients (see Tensor's pytree flatten).
+        self.owned: set[int] = set()
 
 
 STATE = _ThreadState()
+
+
+def depends_on_tracer(node: Node) -> bool:
+    """Whether a pending node's value would be traced (some value it is computed from is)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.values is not None:
+            if any(isinstance(v, jax.core.Tracer) for v in n.values):
+                return True
+            continue
+        stack.extend(i[0] for i in n.inputs if isinstance(i, tuple))
+    return False
 
 
 def grad_enabled() -> bool:

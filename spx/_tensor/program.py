@@ -111,7 +111,7 @@ class _Walk:
             if k is not None:
                 slot = self.cut_slots.get(key)
                 if slot is None:
-                    slot = self.cut_slots[key] = self._diff(self.ref(ref, False), k)
+                    slot = self.cut_slots[key] = self._cut(node, idx, k)
                 return slot
         first = self.base.get(id(node))
         if first is not None:
@@ -123,6 +123,24 @@ class _Walk:
         else:
             self._visit(node, False)
         return self.base[id(node)] + idx
+
+    def _cut(self, node: Node, idx: int, k: int) -> int:
+        """The slot of an ``autograd.grad`` input: a differentiated variable in its place.
+
+        A leaf (or a value) is the variable itself. A result of an operation is a *tap*: its
+        value computed with its history, plus a zero variable. The zero's gradient is the
+        gradient with respect to the result, and the paths through the result still reach
+        its ancestors, which may be inputs too (``grad(loss, [w, h])`` with ``h = f(w)``).
+        """
+        if node.fn is LEAF or not node.requires_grad:
+            return self._diff(self.ref((node, idx), False), k)
+        self._visit(node, True)
+        aval = node.avals[idx]
+        zero = self._diff(self._input(jnp.zeros(aval.shape, aval.dtype), None), k)
+        slot = self._new_slots(1, True)
+        self.entries.append((_tap, (), (self.base[id(node)] + idx, zero), 1))
+        self.deps.append(True)
+        return slot
 
     def _visit(self, root: Node, grad: bool) -> None:
         # Iterative post-order: graphs of thousands of nodes must not hit the recursion limit.
@@ -159,6 +177,10 @@ class _Walk:
             self.deps.append(dep)
             self.replayed.append((node, grad))
             base[id(node)] = first
+
+
+def _tap(value: Any, zero: Any) -> Any:
+    return value + zero
 
 
 def _program(key: tuple) -> Any:
@@ -226,6 +248,7 @@ def run(
     cuts: Sequence[Ref] | None = None,
     accumulate: Callable[[Any], Ref | None] | None = None,
     retain_graph: bool = False,
+    with_pending: bool = True,
 ) -> tuple[list[Any], list[Any]]:
     """Compute ``wanted`` and every alive pending storage; with ``roots``, backpropagate.
 
@@ -238,6 +261,8 @@ def run(
         accumulate: given a differentiated input (a LEAF node, or a position in ``cuts``),
             the reference of the gradient to add the new one to, or None.
         retain_graph: keep the traversed graph for another backward.
+        with_pending: also compute the thread's other pending storages (False: ``wanted``
+            only, e.g. module state that must become concrete under a foreign transform).
 
     Returns:
         ``(grads, diffs)``: the gradients, and for each the LEAF node or position in ``cuts``.
@@ -253,7 +278,7 @@ def run(
     )
     targets: list[Node] = []
     seen: set[int] = set()
-    for storage in (*wanted, *take_pending()):
+    for storage in (*wanted, *take_pending()) if with_pending else wanted:
         node = storage.node
         if node.values is None and id(node) not in seen:
             seen.add(id(node))
@@ -272,7 +297,15 @@ def run(
         cotangents is not None,
         acc_slots,
     )
-    values, grads = _program(key)(walk.inputs, list(cotangents or ()))
+    try:
+        values, grads = _program(key)(walk.inputs, list(cotangents or ()))
+    except jax.errors.UnexpectedTracerError:
+        if not with_pending or len(targets) == len(wanted):
+            raise
+        # A pending value recorded inside a JAX trace that has ended (an exception raised
+        # under jax.jit left it behind, kept alive by the traceback): it can never be
+        # computed, and only its own reader should see the error, not every later step.
+        return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False)
     it = iter(values)
     for node in targets:
         node.values = tuple(next(it) for _ in node.avals)

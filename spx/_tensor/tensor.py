@@ -41,7 +41,7 @@ from spx._tensor import graph, program
 from spx._tensor.dispatch import apply, new_storage
 from spx._tensor.graph import LEAF, Node, Storage, value_node
 from spx._tensor.methods.autograd import AutogradMethods
-from spx._tensor.methods.convert import ConvertMethods
+from spx._tensor.methods.convert import ConvertMethods, _stop_gradient
 from spx._tensor.methods.indexing import IndexingMethods
 from spx._tensor.methods.inplace import InplaceMethods
 from spx._tensor.methods.math import MathMethods
@@ -167,7 +167,15 @@ class Tensor(
 
     def _refresh(self) -> None:
         view = self._view
-        fresh = apply(_view_from, (view.chain,), (view.base, *view.extras))._s
+        if any(step[0] is _stop_gradient for step in view.chain):
+            # A view of a detached result (y.detach()[0]): re-derived without history.
+            previous = graph.set_grad_enabled_flag(False)
+            try:
+                fresh = apply(_view_from, (view.chain,), (view.base, *view.extras))._s
+            finally:
+                graph.set_grad_enabled_flag(previous)
+        else:
+            fresh = apply(_view_from, (view.chain,), (view.base, *view.extras))._s
         s = self._s
         s.node, s.idx = fresh.node, fresh.idx
         if s.node.values is None:
@@ -242,9 +250,9 @@ class Tensor(
         target = self if self._view is None else self._view.base
         values = target._s.node.values
         if values is not None and not isinstance(values[target._s.idx], jax.core.Tracer):
-            from spx._transforms import MSG_INPLACE
+            from spx._transforms import inplace_error
 
-            raise RuntimeError(MSG_INPLACE.format(what=target._describe()))
+            raise inplace_error(target)
 
     def _assign(self, new: Tensor) -> Tensor:
         """Make ``new``'s value this tensor's value (in place; through the base for a view)."""
@@ -307,8 +315,8 @@ class Tensor(
 
     @property
     def data(self) -> Tensor:
-        """A detached alias: same storage, no autograd (writes through ``.data`` are seen here)."""
-        return self._alias()
+        """A detached alias: same values, no autograd (writes through ``.data`` are seen here)."""
+        return self.detach()
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -365,7 +373,23 @@ def _unflatten(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
 
 
 def _flatten_value(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
-    """A tensor as a pytree: one child (its computed value); aux ``(class, requires_grad)``."""
+    """A tensor as a pytree: one child (its computed value); aux ``(class, requires_grad)``.
+
+    A jitted JAX function (``jnp.sin``, ``jnp.sum``, ``jax.nn.relu``) takes its arguments as
+    pytrees: a Tensor that requires grad would enter as its bare value and the gradient along
+    that path would be lost silently, so that raises as ``__jax_array__`` does. Flattening is
+    fine under spx's own transforms, inside a foreign trace (the user differentiates with
+    JAX), with grad mode off, and for a Module's own tensors (``jax.jit(f)(model)``).
+    """
+    state = graph.STATE
+    if t._rg or t._cur().node.requires_grad:
+        owned = state.owned
+        if id(t) in owned:
+            owned.discard(id(t))
+        elif state.grad_enabled and not state.binding and _trace_state_clean():
+            from spx._tensor.methods.convert import _JNP_REQUIRES_GRAD
+
+            raise RuntimeError(_JNP_REQUIRES_GRAD.format(what=t._describe()))
     return (t._value(),), (type(t), t._rg)
 
 

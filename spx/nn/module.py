@@ -16,8 +16,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.core import trace_state_clean
 
 from spx import _transforms
+from spx._tensor.graph import STATE as _ENGINE
 from spx._tensor.tensor import Tensor
 from spx.nn import _pytree, _structure
 from spx.nn._state_overlay import StateDictOverlay
@@ -88,7 +90,10 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if _ENGINE.binding or trace_state_clean():
+            return self.forward(*args, **kwargs)
+        # Under a plain jax.jit/grad: keep tracers out of the module's state (spx._transforms).
+        return _transforms.foreign_call(self, args, kwargs)
 
     # -- registration ------------------------------------------------------------------------
     def _require_init(self, what: str) -> None:

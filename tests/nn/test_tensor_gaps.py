@@ -1,7 +1,8 @@
 """Tensor behaviours spx.nn relies on that the Tensor engine gets wrong today.
 
-Each test states torch's behaviour and is marked ``xfail(strict=True)``: it fails now and turns
-the suite red (XPASS) once the engine is fixed, so the marker is then removed.
+Each test states torch's behaviour. Those marked ``xfail(strict=True)`` fail now and turn the
+suite red (XPASS) once the engine is fixed, so the marker is then removed; the others were
+fixed and stay as regression tests.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import pytest
 import spx
 
 
-@pytest.mark.xfail(strict=True, reason="tensor: detach() of a non-leaf still requires grad")
 def test_detach_of_a_non_leaf_does_not_require_grad():
     x = spx.ones(3, requires_grad=True)
     y = (x * 2).detach()
@@ -22,7 +22,6 @@ def test_detach_of_a_non_leaf_does_not_require_grad():
     assert not (y * 3).requires_grad  # torch: no path from y back to x
 
 
-@pytest.mark.xfail(strict=True, reason="tensor: detach() of a non-leaf keeps the autograd path")
 def test_detach_of_a_non_leaf_blocks_the_gradient():
     x = spx.ones(3, requires_grad=True)
     y = x * 2
@@ -30,9 +29,6 @@ def test_detach_of_a_non_leaf_blocks_the_gradient():
     assert x.grad.tolist() == [2.0, 2.0, 2.0]  # torch: y.detach() is a constant
 
 
-@pytest.mark.xfail(
-    strict=True, reason="tensor: ops recorded inside a failed JAX trace poison later computations"
-)
 def test_a_failed_trace_does_not_break_later_computations():
     # An exception inside jax.jit (a shape error in a model, a failing spx.backward) leaves
     # pending Tensors whose inputs are that trace's tracers; while the exception (and so its
@@ -50,7 +46,6 @@ def test_a_failed_trace_does_not_break_later_computations():
         del caught  # frees the pending tensors: later tests must not see them
 
 
-@pytest.mark.xfail(strict=True, reason="tensor: numpy scalars as operator operands")
 def test_numpy_scalar_operand_gives_a_tensor():
     # torch: torch.ones(3) * np.float32(2) is a float32 tensor (a numpy *array* raises there).
     w = spx.ones(3, requires_grad=True)
@@ -58,10 +53,6 @@ def test_numpy_scalar_operand_gives_a_tensor():
     assert isinstance(y, spx.Tensor) and y.dtype == spx.float32 and y.requires_grad
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tensor: jitted jnp functions take a Tensor that requires grad and drop its gradient",
-)
 def test_jnp_function_on_a_tensor_that_requires_grad_raises():
     # jnp.sin/jnp.sum/jnp.add/jnp.matmul/jnp.where are jitted: the Tensor enters as a pytree
     # and __jax_array__ sees a tracer, which it lets through, so the result is a plain array
@@ -73,8 +64,10 @@ def test_jnp_function_on_a_tensor_that_requires_grad_raises():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="tensor: an in-place write under a plain jax.jit into a closed-over tensor whose "
-    "value is still pending takes the traced value (a leaked tracer)",
+    reason="tensor: an in-place write under a plain jax.jit into a closed-over bare tensor "
+    "whose value is still pending takes the traced value (a leaked tracer, which raises "
+    "UnexpectedTracerError when read: loud, not silent). Module state is covered: a module "
+    "called under a foreign transform computes its pending state first, so the write is refused",
 )
 def test_inplace_write_into_a_pending_tensor_under_jax_jit_raises():
     # A BatchNorm buffer is pending after reset_running_stats() (zero_/fill_) or after any

@@ -136,12 +136,6 @@ def test_autograd_grad_leaf_and_non_leaf():
     _both(fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: with several inputs where one is an ancestor of another (w and h = f(w)), "
-    "program.run cuts the walk at h, so w's gradient misses every path through h (wrong "
-    "value, or 'not used' when w reaches the loss only through h)",
-)
 @pytest.mark.parametrize("how", ["grad", "backward_inputs"])
 def test_gradient_wrt_a_tensor_and_its_ancestor(how):
     def fn(lib):

@@ -146,12 +146,6 @@ def test_jnp_conversion_of_a_tensor_that_requires_grad_raises():
     assert float(jnp.sum(spx.ones(3))) == 3.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: jit-wrapped jnp/jax.nn functions (jnp.sin, jnp.sum, jax.nn.relu) take a "
-    "Tensor as a pytree (tensor.py _flatten gives its value) and drop its gradient silently "
-    "instead of raising as __jax_array__ does",
-)
 @pytest.mark.parametrize("fn", ["sin", "sum", "relu"])
 def test_jitted_jnp_function_on_a_tensor_that_requires_grad_raises(fn):
     import jax.numpy as jnp
@@ -212,12 +206,6 @@ def test_detach_inplace():
         assert w.grad.tolist() == [6.0, 6.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: Tensor.data of a non-leaf is an alias of the storage whose node carries "
-    "the autograd history (tensor.py _alias), so y.data requires grad and backward goes "
-    "through it",
-)
 def test_data_of_a_result_has_no_history():
     w = spx.ones(2, requires_grad=True)
     y = w * 2

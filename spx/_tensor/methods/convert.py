@@ -232,13 +232,14 @@ class ConvertMethods:
     def detach(self) -> Any:
         """The same values without autograd history (``requires_grad=False``).
 
-        A leaf's detached tensor is an alias (same storage: in-place writes through either
-        are seen by both, as in torch). A result of an operation with history gets its own
-        storage over the same value instead: the shared storage would carry the history.
+        In-place writes through either tensor are seen by both, as in torch: a leaf's
+        detached tensor is an alias (same storage); a result of an operation with history
+        gets a view of it whose derivation stops the gradient (the shared storage would carry
+        the history).
         """
         if not self._cur().node.requires_grad:
             return self._alias()
-        return _without_history(self)
+        return self._make_view(_without_history(self), _stop_gradient, ())
 
     def detach_(self) -> Any:
         """Cut this tensor from its history in place (it becomes a leaf)."""
