@@ -205,8 +205,11 @@ def foreign_call(module: Any, args: tuple, kwargs: dict) -> Any:
 
         with jax.ensure_compile_time_eval():
             program.run(lazy, with_pending=False)
-    copies = [(m, name, t, t._s.node, t._s.idx) for m, name, t, _ in tensors
-              if m.__dict__.get(_pytree.TRACED_COPY) and name in m.__dict__["_buffers"]]  # fmt: skip
+    copies = [
+        (m, name, t, t._s.node, t._s.idx)
+        for m, name, t, _ in tensors
+        if m.__dict__.get(_pytree.TRACED_COPY) and name in m.__dict__["_buffers"]
+    ]
     _FOREIGN.names = {
         id(t._s): f"{type(m).__name__}.{name}" + (f" ({path}.{name})" if path else "")
         for m, name, t, path in tensors

@@ -45,11 +45,6 @@ def test_backward_accumulates_like_torch():
     assert_grads_match(t, s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nn migration: nn.Linear.forward calls jnp.asarray on an input that requires grad "
-    "(raises under grad mode)",
-)
 def test_loss_backward_fills_and_accumulates_like_torch():
     t, s = _mlps()
     x, y = _data()

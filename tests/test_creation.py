@@ -30,10 +30,6 @@ def test_like_full_arange_match_torch():
         np.testing.assert_allclose(spx.arange(*args), torch.arange(*args).numpy())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tensor migration: spx.cat / spx.stack are not exported (spx.ops has creation ops only)",
-)
 def test_cat_stack_match_torch():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     a, b = jnp.asarray(x), jnp.asarray(x + 1)

@@ -110,18 +110,11 @@ def _step_loss_backward(model, opt, x, y):
     return loss
 
 
-_NN_LAYERS = pytest.mark.xfail(
-    strict=True,
-    reason="nn migration: nn.Linear/nn.LayerNorm.forward call jnp.asarray on an input that "
-    "requires grad (raises under grad mode)",
-)
-
-
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize(
     "train_step",
     [
-        pytest.param(_step_loss_backward, id="loss.backward", marks=_NN_LAYERS),
+        pytest.param(_step_loss_backward, id="loss.backward"),
         pytest.param(_step_spx_backward, id="spx.backward"),
     ],
 )

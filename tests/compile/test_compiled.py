@@ -147,19 +147,6 @@ class _Noisy(nn.Module):
         return self.bn(self.drop(self.fc(x)))
 
 
-_NN_BATCHNORM = pytest.mark.xfail(
-    strict=True,
-    reason="nn migration: nn.BatchNorm1d.forward calls jnp.asarray on an input that requires "
-    "grad (raises under grad mode)",
-)
-_NN_LINEAR = pytest.mark.xfail(
-    strict=True,
-    reason="nn migration: nn.Linear.forward calls jnp.asarray on an input that requires grad "
-    "(raises under grad mode)",
-)
-
-
-@_NN_BATCHNORM
 def test_dropout_masks_are_fresh_each_call_and_reproducible():
     @spx.compile
     def forward(model, x):
@@ -176,7 +163,6 @@ def test_dropout_masks_are_fresh_each_call_and_reproducible():
     np.testing.assert_array_equal(np.asarray(forward(m2, x)), np.asarray(b))
 
 
-@_NN_BATCHNORM
 def test_buffers_are_written_back_like_eager():
     x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 4)), jnp.float32)
     spx.manual_seed(1)
@@ -231,7 +217,6 @@ def test_unhashable_static_argument_is_a_clear_error():
         spx.compile(lambda m, cfg: m(jnp.ones((1, 6))).sum())(s, {1, 2})
 
 
-@_NN_LINEAR
 def test_static_int_argument_recompiles_per_value():
     _, s = _pair()
     f = spx.compile(lambda m, n: m(jnp.ones((n, 6))).sum())
@@ -399,7 +384,7 @@ def _loss_backward_step(model, opt, x, y):
 @pytest.mark.parametrize(
     "make",
     [
-        pytest.param(_pair, id="nn-layers", marks=_NN_LINEAR),
+        pytest.param(_pair, id="nn-layers"),
         pytest.param(_functional_pair, id="functional"),
     ],
 )

@@ -236,7 +236,7 @@ def test_grad_of_the_wrong_shape_or_dtype_is_refused_like_torch():
     with pytest.raises(TypeError, match=r"got list.*\(2,\)"):
         model.bias.grad = [1.0, 2.0]
     model.bias.grad = np.ones(2, np.float32)  # host arrays of the right shape are fine
-    assert isinstance(model.bias.grad, jax.Array) and model.bias.grad.shape == (2,)
+    assert isinstance(model.bias.grad, spx.Tensor) and model.bias.grad.shape == (2,)
 
 
 def test_grad_checks_hold_inside_compile():

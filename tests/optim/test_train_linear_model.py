@@ -54,11 +54,6 @@ def _loss_backward(spx_model, x, y):
         pytest.param(
             _loss_backward,
             id="loss.backward",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="nn migration: nn.Linear.forward calls jnp.asarray on an input that "
-                "requires grad (raises under grad mode)",
-            ),
         ),
     ],
 )
