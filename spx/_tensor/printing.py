@@ -11,7 +11,8 @@ import numpy as np
 def _format_array(arr: np.ndarray, indent: int) -> str:
     kind = arr.dtype.kind
     if kind == "f" or kind == "c" or arr.dtype.name == "bfloat16":
-        arr = arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr
+        if kind != "c" and arr.dtype.itemsize < 4:  # float16/bfloat16: analyse in float32
+            arr = arr.astype(np.float32)
         finite = arr[np.isfinite(arr)] if arr.size else arr
         as_int = finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8
         big = finite.size and (

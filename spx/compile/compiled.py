@@ -28,7 +28,6 @@ optimizer state.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -376,7 +375,7 @@ class CompiledFunction:
         sig = diagnostics.signature(arrays, dyn, [live_state, const_state])
         message = self.signatures.record(sig)
         if message is not None:
-            _warn_at_user_code(message, RuntimeWarning)
+            _user_code.warn(message, RuntimeWarning)
 
     def _warn_collected(self) -> None:
         """Warn (once per container) when the probe trace left placeholders in a list."""
@@ -386,7 +385,7 @@ class CompiledFunction:
                 self._collect_warned.add(what)
                 short = what.split("'")[1] if "'" in what else "values"
                 message = diagnostics.MSG_COLLECTED.format(name=name, what=what, short=short)
-                _warn_at_user_code(message, UserWarning)
+                _user_code.warn(message, UserWarning)
 
     # -- calling -----------------------------------------------------------------------------
     def _choose(self, plan: _Plan, leaves, flat_state, hparams, dyn, mask) -> tuple:
@@ -455,14 +454,6 @@ class CompiledFunction:
                     p.__class__ = Parameter
             _structure.bump()
         return out
-
-
-def _warn_at_user_code(message: str, category: type[Warning]) -> None:
-    where = _user_code.from_stack(2)
-    if where is None:
-        warnings.warn(message, category, stacklevel=3)
-    else:
-        warnings.warn_explicit(message, category, where.filename, where.lineno)
 
 
 def _write_arguments(dyn: list[Any], positions: tuple[int, ...], values: list[Any]) -> None:

@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _user_code
 from spx._tensor import _dims
 from spx._tensor._dims import Size
 from spx._tensor.dispatch import apply
@@ -223,11 +223,10 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn(
+        _user_code.warn(
             "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
             "argument.",
             UserWarning,
-            stacklevel=2,
         )
         indexing = "ij"
     if indexing not in ("ij", "xy"):

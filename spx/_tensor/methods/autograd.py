@@ -8,6 +8,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _user_code
+
 
 class GradFn:
     """What ``t.grad_fn`` returns for a tensor with autograd history (torch's Node, named).
@@ -98,15 +100,12 @@ class AutogradMethods:
     @property
     def grad(self) -> Any:
         if not self.is_leaf:
-            import warnings
-
-            warnings.warn(
+            _user_code.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                 ".retain_grad() on the non-leaf Tensor.",
                 UserWarning,
-                stacklevel=2,
             )
         return self._grad
 

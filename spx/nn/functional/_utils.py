@@ -7,7 +7,6 @@ its arguments the same way and says the same thing when they are wrong.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx import _validate
+from spx import _user_code, _validate
 from spx import random as spx_random
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -69,10 +68,9 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     ret = ("mean" if size_average else "sum") if reduce else "none"
-    warnings.warn(
+    _user_code.warn(
         f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
         DeprecationWarning,
-        stacklevel=3,
     )
     return ret
 
