@@ -40,6 +40,7 @@ def load_example(framework: str) -> object:
         f.write(source)
     spec = importlib.util.spec_from_file_location(f"nanogpt_{framework}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through it
     spec.loader.exec_module(module)
     return module
 

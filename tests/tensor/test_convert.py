@@ -1,6 +1,8 @@
 """Conversions of spx.Tensor against torch: dtypes, devices, Python and numpy values, copies,
 aliases, new_* constructors."""
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -251,6 +253,13 @@ def test_repr():
     assert repr(spx.ones(2, dtype=spx.float16)) == "tensor([1., 1.], dtype=spx.float16)"
     assert "requires_grad=True" in repr(spx.ones(2, requires_grad=True))
     assert "grad_fn" in repr(spx.ones(2, requires_grad=True) * 2)
+
+
+def test_repr_of_half_precision_values_past_float16s_range_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning when casting 1e8 to float16
+        text = repr(spx.tensor([1.5, -2.0, 7e4]).half())
+    assert text == "tensor([1.5000, -2.0000, inf], dtype=spx.float16)"
 
 
 def test_device():
