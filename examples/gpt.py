@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
+import numpy as np
 
+import spx
 from spx import nn
 from spx.nn import functional as F
 
@@ -36,15 +36,15 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(cfg.dropout)
         self.n_head = cfg.n_head
 
-    def forward(self, x: jax.Array) -> jax.Array:
-        B, T, C = x.shape
-        q, k, v = jnp.split(self.c_attn(x), 3, axis=-1)
+    def forward(self, x: spx.Tensor) -> spx.Tensor:
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
         # (B, T, C) -> (B, nh, T, hs)
-        q, k, v = (
-            t.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3) for t in (q, k, v)
-        )
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
 
@@ -56,7 +56,7 @@ class MLP(nn.Module):
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: jax.Array) -> jax.Array:
+    def forward(self, x: spx.Tensor) -> spx.Tensor:
         return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
@@ -68,7 +68,7 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(cfg.n_embd)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: jax.Array) -> jax.Array:
+    def forward(self, x: spx.Tensor) -> spx.Tensor:
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
@@ -82,9 +82,9 @@ class Embed(nn.Module):
         self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, idx: jax.Array) -> jax.Array:
-        T = idx.shape[1]
-        return self.drop(self.wte(idx) + self.wpe(jnp.arange(T)))
+    def forward(self, idx: spx.Tensor) -> spx.Tensor:
+        T = idx.size(1)
+        return self.drop(self.wte(idx) + self.wpe(spx.arange(T)))
 
 
 class Head(nn.Module):
@@ -95,7 +95,7 @@ class Head(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.n_embd)
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
 
-    def forward(self, x: jax.Array) -> jax.Array:
+    def forward(self, x: spx.Tensor) -> spx.Tensor:
         return self.lm_head(self.ln_f(x))
 
 
@@ -103,9 +103,8 @@ class GPT(nn.Module):
     """``idx (B, T) int -> logits (B, T, vocab_size)``.
 
     Example:
-        >>> import jax.numpy as jnp
-        >>> GPT(GPTConfig())(jnp.zeros((2, 8), jnp.int32)).shape
-        (2, 8, 256)
+        >>> GPT(GPTConfig())(spx.zeros(2, 8, dtype=spx.long)).shape
+        spx.Size([2, 8, 256])
     """
 
     def __init__(self, cfg: GPTConfig) -> None:
@@ -115,25 +114,25 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
         self.head = Head(cfg)
 
-    def forward(self, idx: jax.Array) -> jax.Array:
+    def forward(self, idx: spx.Tensor) -> spx.Tensor:
         x = self.embed(idx)
         for block in self.blocks:
             x = block(x)
         return self.head(x)
 
 
-def lm_loss(logits: jax.Array, targets: jax.Array) -> jax.Array:
+def lm_loss(logits: spx.Tensor, targets: spx.Tensor) -> spx.Tensor:
     """Mean next-token cross entropy: logits (B, T, V), targets (B, T)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def make_data(n_seq: int, cfg: GPTConfig, seed: int = 0) -> tuple[jax.Array, jax.Array]:
+def make_data(n_seq: int, cfg: GPTConfig, seed: int = 0) -> tuple[spx.Tensor, spx.Tensor]:
     """A learnable synthetic corpus: noisy repeating ramps ``x[t+1] = x[t] + stride (mod V)``."""
-    key_s, key_o, key_n = jax.random.split(jax.random.key(seed), 3)
+    rng = np.random.default_rng(seed)
     T = cfg.block_size + 1
-    stride = jax.random.randint(key_s, (n_seq, 1), 1, 4)
-    offset = jax.random.randint(key_o, (n_seq, 1), 0, cfg.vocab_size)
-    seq = (offset + stride * jnp.arange(T)) % cfg.vocab_size
-    noise = jax.random.bernoulli(key_n, 0.05, seq.shape)
-    seq = jnp.where(noise, (seq + 7) % cfg.vocab_size, seq).astype(jnp.int32)
-    return seq[:, :-1], seq[:, 1:]
+    stride = rng.integers(1, 4, (n_seq, 1))
+    offset = rng.integers(0, cfg.vocab_size, (n_seq, 1))
+    seq = (offset + stride * np.arange(T)) % cfg.vocab_size
+    noise = rng.random(seq.shape) < 0.05
+    seq = np.where(noise, (seq + 7) % cfg.vocab_size, seq).astype(np.int32)
+    return spx.from_numpy(seq[:, :-1]), spx.from_numpy(seq[:, 1:])

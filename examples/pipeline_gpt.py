@@ -24,7 +24,7 @@ given ``--resume``, the ranks agree on the last complete checkpoint and continue
 fresh start removes the checkpoints of an earlier job from ``<ckpt-dir>``.
 
 **The check.** At the end rank 0 trains the whole model on one device (``zero_grad``,
-``spx.backward`` of the full-batch mean loss, AdamW ``step``) on the same batches, prints both
+``loss.backward()`` of the full-batch mean loss, AdamW ``step``) on the same batches, prints both
 curves side by side and exits non-zero if they differ by more than ``--rtol``. A run that was
 killed and resumed must follow the same curve as one that was not.
 
@@ -47,7 +47,6 @@ import sys
 import threading
 from collections.abc import Sequence
 
-import jax
 from tqdm import tqdm
 
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
@@ -70,7 +69,7 @@ def log(rank: int, msg: str) -> None:
     print(f"[rank{rank}] {msg}", flush=True)
 
 
-def batches(cfg: GPTConfig, steps: int, batch_size: int) -> list[tuple[jax.Array, jax.Array]]:
+def batches(cfg: GPTConfig, steps: int, batch_size: int) -> list[tuple[spx.Tensor, spx.Tensor]]:
     """The fixed batches of every run: consecutive slices of one generated corpus."""
     x, y = make_data(steps * batch_size, cfg, seed=SEED)
     return [
@@ -161,7 +160,7 @@ def agree_on_checkpoint(ckpts: Checkpoints) -> int | None:
 
 
 # -- single device -----------------------------------------------------------------------------
-def reference(cfg: GPTConfig, data: list[tuple[jax.Array, jax.Array]], lr: float) -> list[float]:
+def reference(cfg: GPTConfig, data: list[tuple[spx.Tensor, spx.Tensor]], lr: float) -> list[float]:
     """Loss per step of the whole model trained on one device."""
     spx.manual_seed(SEED)
     model = GPT(cfg)
@@ -170,7 +169,8 @@ def reference(cfg: GPTConfig, data: list[tuple[jax.Array, jax.Array]], lr: float
     @spx.compile
     def train_step(model, opt, xb, yb):
         opt.zero_grad()
-        loss = spx.backward(lambda m: lm_loss(m(xb), yb), model)
+        loss = lm_loss(model(xb), yb)
+        loss.backward()
         opt.step()
         return loss
 
@@ -209,7 +209,7 @@ def restore(
 
 def check(
     cfg: GPTConfig,
-    data: list[tuple[jax.Array, jax.Array]],
+    data: list[tuple[spx.Tensor, spx.Tensor]],
     lr: float,
     pipe: list[float],
     rtol: float,
@@ -283,11 +283,11 @@ def train(args: argparse.Namespace) -> None:
             xb, yb = data[step]
             opt.zero_grad()
             if stage.is_first:
-                schedule.step(jax.device_put(xb, dev))
+                schedule.step(xb.to(dev))
             elif stage.is_last:
-                losses: list[jax.Array] = []
-                schedule.step(target=jax.device_put(yb, dev), losses=losses, return_outputs=False)
-                curve.append(sum(float(v) for v in losses) / len(losses))
+                losses: list[spx.Tensor] = []
+                schedule.step(target=yb.to(dev), losses=losses, return_outputs=False)
+                curve.append(sum(loss.item() for loss in losses) / len(losses))
             else:
                 schedule.step()
             opt.step()

@@ -1,8 +1,8 @@
 """Train a small GPT on generated data, torch-style, as one compiled step; checkpoint; reload.
 
-The loop is the torch loop — ``zero_grad``, backward, ``clip_grad_norm_``, ``step``, scheduler
-— with ``loss.backward()`` spelled ``spx.backward(...)`` and the step wrapped in
-``spx.compile`` so forward, backward and AdamW run as one XLA program. The checkpoint is
+The loop is the torch loop — ``zero_grad``, ``loss.backward()``, ``clip_grad_norm_``, ``step``,
+scheduler — with the step wrapped in ``spx.compile`` so forward, backward and AdamW run as one
+XLA program. The checkpoint is
 safetensors (no pickle), and a fresh model reloaded from it gives the same validation loss.
 
 Usage: ``python examples/train_gpt.py [--steps 300] [--out runs/gpt]``
@@ -53,7 +53,8 @@ def main() -> None:
     @spx.compile
     def train_step(model, opt, xb, yb):
         opt.zero_grad()
-        loss = spx.backward(lambda m: lm_loss(m(xb), yb), model)
+        loss = lm_loss(model(xb), yb)
+        loss.backward()
         spx.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
@@ -63,7 +64,7 @@ def main() -> None:
         return lm_loss(model(xb), yb)
 
     model.eval()
-    first_val = float(evaluate(model, val_x, val_y))
+    first_val = evaluate(model, val_x, val_y).item()
     model.train()
     step, bar = 0, tqdm(total=args.steps, desc="train", unit="step")
     while step < args.steps:
@@ -72,14 +73,14 @@ def main() -> None:
             sched.step()
             step += 1
             if step % 25 == 0:
-                bar.set_postfix(loss=f"{float(loss):.3f}", lr=f"{sched.get_last_lr()[0]:.2e}")
+                bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{sched.get_last_lr()[0]:.2e}")
             bar.update()
             if step == args.steps:
                 break
     bar.close()
 
     model.eval()
-    val = float(evaluate(model, val_x, val_y))
+    val = evaluate(model, val_x, val_y).item()
     log(f"validation loss {first_val:.3f} -> {val:.3f}")
     if not val < first_val:
         raise SystemExit("training did not reduce the validation loss")
@@ -94,7 +95,7 @@ def main() -> None:
     fresh = GPT(cfg)
     fresh.load_state_dict(spx.load(path))
     fresh.eval()
-    reloaded = float(evaluate(fresh, val_x, val_y))
+    reloaded = evaluate(fresh, val_x, val_y).item()
     log(f"reloaded checkpoint: validation loss {reloaded:.3f}")
     if abs(reloaded - val) > 1e-5:
         raise SystemExit(f"reloaded model disagrees: {reloaded} vs {val}")

@@ -1,38 +1,35 @@
 """spx: PyTorch-shaped training on JAX.
 
-Torch-named conveniences live here (``spx.manual_seed``, ``spx.device``, ``spx.zeros``,
-``spx.save``/``spx.load``, dtypes); ``spx.nn``, ``spx.optim``, ``spx.data`` and
-``spx.distributed`` mirror their torch namesakes. Gradients: :func:`spx.backward` (torch flow,
-fills ``p.grad``) and :func:`spx.value_and_grad` (functional); :func:`spx.compile` fuses a
-whole training step into one XLA program.
+``spx.Tensor`` is torch's tensor (methods, in-place writes, ``loss.backward()``); torch's
+top-level functions (``spx.zeros``, ``spx.cat``, ``spx.where``, ...), ``spx.manual_seed``,
+``spx.device``, ``spx.save``/``spx.load``, dtypes and grad mode (``spx.no_grad``) live here;
+``spx.nn``, ``spx.optim``, ``spx.data``, ``spx.autograd`` and ``spx.distributed`` mirror their
+torch namesakes. :func:`spx.compile` fuses a whole training step into one XLA program;
+:func:`spx.backward` and :func:`spx.value_and_grad` are functional forms over Modules.
 """
 
+from spx import autograd as autograd
 from spx import data as data
 from spx import nn as nn
 from spx import optim as optim
 from spx import random as random
 from spx import serialization as serialization
-from spx.autograd import backward as backward
-from spx.autograd import grad as grad
-from spx.autograd import no_grad as no_grad
-from spx.autograd import value_and_grad as value_and_grad
+from spx._tensor._dims import Size as Size
+from spx._tensor.grad_mode import enable_grad as enable_grad
+from spx._tensor.grad_mode import inference_mode as inference_mode
+from spx._tensor.grad_mode import is_grad_enabled as is_grad_enabled
+from spx._tensor.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
+from spx._tensor.grad_mode import no_grad as no_grad
+from spx._tensor.grad_mode import set_grad_enabled as set_grad_enabled
+from spx._tensor.tensor import Tensor as Tensor
+from spx._tensor.tensor import is_tensor as is_tensor
+from spx.autograd.functional import backward as backward
+from spx.autograd.functional import grad as grad
+from spx.autograd.functional import value_and_grad as value_and_grad
 from spx.compile import compile as compile
-from spx.creation import arange as arange
-from spx.creation import as_tensor as as_tensor
-from spx.creation import cat as cat
-from spx.creation import from_numpy as from_numpy
-from spx.creation import full as full
-from spx.creation import ones as ones
-from spx.creation import ones_like as ones_like
-from spx.creation import rand as rand
-from spx.creation import randint as randint
-from spx.creation import randn as randn
-from spx.creation import stack as stack
-from spx.creation import tensor as tensor
-from spx.creation import zeros as zeros
-from spx.creation import zeros_like as zeros_like
 from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
+from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx.ops.__all__
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
 from spx.serialization import load as load

@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
+from jax._src.core import trace_state_clean
 
 from spx import _context, _user_code
+from spx._tensor import graph
 from spx.nn import _pytree
-
-_LOCAL = threading.local()
 
 _WHY = (
     "Under a plain jax.jit / jax.grad / jax.vmap nothing writes this state back: the update "
@@ -63,6 +63,18 @@ MSG_BUFFER = (
     "Right, any of:\n"
     "    step = spx.compile(train_step)   # the same code; the new buffers are written back\n"
     "    spx.backward(lambda m: loss_fn(m(x)), model)   # eager gradients, buffers updated\n"
+    "    model.eval()                     # use the running statistics, update nothing"
+)
+
+MSG_INPLACE = (
+    "An in-place write ({what}) into a tensor that exists outside the transformation ran inside a "
+    "plain JAX transform (jax.jit, jax.grad, jax.vmap, ...), e.g. BatchNorm updating its running "
+    "statistics or an optimizer step. " + _WHY + "\n"
+    "Wrong:\n"
+    "    loss = jax.jit(lambda x: loss_fn(model(x)))(x)      # model closed over, BatchNorm\n"
+    "Right, any of:\n"
+    "    step = spx.compile(train_step)   # the same code; the updates are written back\n"
+    "    loss = loss_fn(model(x)); loss.backward()   # eager: runs as compiled programs anyway\n"
     "    model.eval()                     # use the running statistics, update nothing"
 )
 
@@ -108,23 +120,121 @@ def binding() -> Iterator[None]:
         >>> with binding():
         ...     assert is_binding()
     """
-    depth = getattr(_LOCAL, "depth", 0)
-    _LOCAL.depth = depth + 1
+    # The depth lives in the Tensor engine's thread state, which reads it on hot paths.
+    state = graph.STATE
+    state.binding += 1
     try:
         yield
     finally:
-        _LOCAL.depth = depth
+        state.binding -= 1
 
 
 def is_binding() -> bool:
     """Whether spx binds state right now: inside :func:`binding`, or with a traced RNG key."""
-    return getattr(_LOCAL, "depth", 0) > 0 or isinstance(_context.current().key, jax.core.Tracer)
+    return graph.STATE.binding > 0 or traced_key(_context.current().key)
+
+
+def traced_key(key: Any) -> bool:
+    """Whether a rank key (an array, or a recorded split of one) comes from a traced value."""
+    if isinstance(key, jax.core.Tracer):
+        return True
+    if not hasattr(key, "_ref"):
+        return False
+    node, idx = key._s.node, key._s.idx
+    while node.values is None and node.inputs:  # back along the recorded splits
+        node, idx = node.inputs[0]
+    return node.values is not None and isinstance(node.values[idx], jax.core.Tracer)
 
 
 def check_key(new_key: Any) -> None:
     """Refuse to store a traced RNG key that no spx transform will read back."""
     if isinstance(new_key, jax.core.Tracer) and not is_binding():
         raise RuntimeError(MSG_RANDOM)
+
+
+def _traced(value: Any) -> bool:
+    """A tracer, or a Tensor whose value is (or will be computed as) one under a transform."""
+    if isinstance(value, jax.core.Tracer):
+        return True
+    if not hasattr(value, "_ref") or trace_state_clean():
+        return False
+    s = value._cur()
+    values = s.node.values
+    return values is None or isinstance(values[s.idx], jax.core.Tracer)
+
+
+class _Foreign(threading.local):
+    depth = 0  # > 0 while a module called under a foreign transform runs its forward
+    names: dict[int, str] = {}  # noqa: RUF012 (per thread) id(storage) -> "BatchNorm1d.running_mean"
+
+
+def inplace_error(target: Any) -> RuntimeError:
+    """The error for an in-place write into ``target`` (state that outlives a foreign trace)."""
+    what = _FOREIGN.names.get(id(target._s)) or target._describe()
+    return RuntimeError(MSG_INPLACE.format(what=what))
+
+
+_FOREIGN = _Foreign()
+
+
+def foreign_call(module: Any, args: tuple, kwargs: dict) -> Any:
+    """Run ``module``'s forward under a foreign transform (the outermost module call only).
+
+    Its parameters and buffers that are still pending (a fresh module's initial values) are
+    computed first, concretely, so none is computed as a tracer that would stay in the module,
+    and an in-place update of one (BatchNorm's statistics) is refused as a write into state
+    that outlives the trace. On a traced copy, in-place updates are JAX's functional style;
+    those nobody hands on are reported when the copy is dropped (see :func:`check_buffer`).
+    """
+    if _FOREIGN.depth:
+        return module.forward(*args, **kwargs)
+    owners = list(module.named_modules(remove_duplicate=True))
+    tensors = [
+        (m, name, t, path)
+        for path, m in owners
+        for table in ("_parameters", "_buffers")
+        for name, t in m.__dict__[table].items()
+        if t is not None
+    ]
+    lazy = [
+        t._s for _, _, t, _ in tensors
+        if t._s.node.values is None and not graph.depends_on_tracer(t._s.node)
+    ]  # fmt: skip
+    if lazy:
+        from spx._tensor import program
+
+        with jax.ensure_compile_time_eval():
+            program.run(lazy, with_pending=False)
+    copies = [
+        (m, name, t, t._s.node, t._s.idx)
+        for m, name, t, _ in tensors
+        if m.__dict__.get(_pytree.TRACED_COPY) and name in m.__dict__["_buffers"]
+    ]
+    _FOREIGN.names = {
+        id(t._s): f"{type(m).__name__}.{name}" + (f" ({path}.{name})" if path else "")
+        for m, name, t, path in tensors
+    }
+    _FOREIGN.depth += 1
+    try:
+        out = module.forward(*args, **kwargs)
+    finally:
+        _FOREIGN.depth -= 1
+        _FOREIGN.names = {}
+    for m, name, t, node, idx in copies:
+        if t._s.node is not node or t._s.idx != idx:
+            _note_dropped(m, name, _user_code.from_stack(2))
+    return out
+
+
+def _note_dropped(module: Any, name: str, where: _user_code.Location | None) -> None:
+    """Remember that ``module``'s buffer ``name`` got a traced update; report it if dropped."""
+    d = module.__dict__
+    pending = d.get(_pytree.PENDING)
+    if pending is None:
+        pending = d[_pytree.PENDING] = _Pending(type(module).__name__, where)
+        weakref.finalize(module, _report_dropped, pending)
+    pending.delivered = False  # updated again after any earlier hand-off
+    pending.names.append(name)
 
 
 def check_buffer(module: Any, name: str, value: Any) -> None:
@@ -139,15 +249,8 @@ def check_buffer(module: Any, name: str, value: Any) -> None:
         RuntimeError: a traced value assigned outside spx's transforms to a module that is not
             a traced copy (one the jitted function closes over).
     """
-    if not isinstance(value, jax.core.Tracer) or is_binding():
+    if not _traced(value) or is_binding():
         return
-    d = module.__dict__
-    owner = type(module).__name__
-    if not d.get(_pytree.TRACED_COPY):
-        raise RuntimeError(MSG_BUFFER.format(owner=owner, name=name))
-    pending = d.get(_pytree.PENDING)
-    if pending is None:
-        pending = d[_pytree.PENDING] = _Pending(owner, _user_code.from_stack(2))
-        weakref.finalize(module, _report_dropped, pending)
-    pending.delivered = False  # updated again after any earlier hand-off
-    pending.names.append(name)
+    if not module.__dict__.get(_pytree.TRACED_COPY):
+        raise RuntimeError(MSG_BUFFER.format(owner=type(module).__name__, name=name))
+    _note_dropped(module, name, _user_code.from_stack(2))

@@ -11,6 +11,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import warnings
 from dataclasses import dataclass
 from types import FrameType, TracebackType
 
@@ -109,3 +110,22 @@ def from_stack(skip: int = 1) -> Location | None:
             return _location(frame, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the innermost user frame of the stack (not at spx's own code).
+
+    A warning raised while spx records or traces a call (``F.softmax(x)`` inside a model,
+    inside ``spx.compile``) is attributed to the user's line that made the call, as torch's
+    warnings are.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True):
+        ...     warn("deprecated argument")
+    """
+    where = from_stack(2)
+    if where is None:
+        warnings.warn(message, category, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, category, where.filename, where.lineno)

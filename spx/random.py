@@ -4,11 +4,19 @@ All spx randomness (parameter init, Dropout, ``spx.randn``) draws from one key p
 the thread's :class:`spx._context.RankContext`. Each draw splits the key, so successive draws
 differ and a run is reproducible from its seed. Under ``spx.compile`` the key is threaded through
 the compiled program as state, so every call of a compiled step gets fresh masks.
+
+Draws made by Tensor operations (Dropout, ``spx.randn``, ``normal_``) split the key lazily
+(:func:`next_key_tensor`): the split is recorded like any operation and computed with the
+program that uses the key, instead of costing an eager JAX dispatch (~100 µs) per draw. The
+rank's key is then a recorded Tensor until the next computation; :func:`get_key` computes it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
+from jax._src.core import trace_state_clean
 
 from spx import _context, _transforms, _validate
 
@@ -36,16 +44,21 @@ def initial_seed() -> int:
 
 
 def _make_key(seed: int) -> jax.Array:
-    # jax keys take 32 or 64 bits; fold the seed into 64 bits the way torch wraps it.
-    return jax.random.key(seed % (2**63))
+    # jax keys take 32 or 64 bits; fold the seed into 64 bits the way torch wraps it. Always a
+    # concrete key, even when the first draw after seeding happens under a JAX trace.
+    with jax.ensure_compile_time_eval():
+        return jax.random.key(seed % (2**63))
 
 
 def get_key() -> jax.Array:
-    """The calling rank's current key (without advancing it)."""
+    """The calling rank's current key (without advancing it), computed if it is recorded."""
     ctx = _context.current()
-    if ctx.key is None:
-        ctx.key = _make_key(ctx.seed)
-    return ctx.key
+    key = ctx.key
+    if key is None:
+        key = ctx.key = _make_key(ctx.seed)
+    elif hasattr(key, "_ref"):
+        key = ctx.key = key._data
+    return key
 
 
 def set_key(key: jax.Array) -> None:
@@ -62,8 +75,35 @@ def next_key() -> jax.Array:
         >>> x = jax.random.normal(spx.random.next_key(), (2, 3))
     """
     ctx = _context.current()
-    key = ctx.key if ctx.key is not None else _make_key(ctx.seed)
+    key = get_key()
     new, sub = jax.random.split(key)
     _transforms.check_key(new)  # a plain jax.jit must not leave a tracer in the generator
+    ctx.key = new
+    return sub
+
+
+def _split(key: Any) -> tuple[Any, Any]:
+    new, sub = jax.random.split(key)
+    return new, sub
+
+
+def next_key_tensor() -> Any:
+    """Like :func:`next_key`, recorded: the split runs with the program that uses the key.
+
+    Returns:
+        A Tensor holding a fresh key, for a recorded random operation's input.
+    """
+    from spx._tensor.dispatch import apply
+
+    ctx = _context.current()
+    if not trace_state_clean() and not _transforms.is_binding():
+        # Under a foreign transform: split eagerly. Fine under an evaluating one (an eager
+        # jax.grad keeps the key concrete); under a staging one (jax.jit) the key would leak
+        # out of the trace, and next_key's check raises with the right code.
+        from spx._tensor.tensor import Tensor
+
+        return Tensor._of(next_key())
+    key = ctx.key if ctx.key is not None else get_key()
+    new, sub = apply(_split, (), (key,), n_out=2)
     ctx.key = new
     return sub

@@ -1,10 +1,10 @@
 """End to end: a residual MLP language model trained 5 steps in spx equals torch, step by step.
 
-AdamW + CosineAnnealingLR + clip_grad_norm_, eager torch-flow (spx.backward) and compiled
+AdamW + CosineAnnealingLR + clip_grad_norm_, with gradients from ``loss.backward()`` (torch's
+flow, the script renamed) and from ``spx.backward(fn, model)``, each eager and compiled
 (spx.compile), against the same loop in torch from the same initial weights and batches.
 """
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -92,26 +92,44 @@ def _loss(model, x, y):
     return F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
 
 
+def _step_spx_backward(model, opt, x, y):
+    opt.zero_grad()
+    loss = spx.backward(lambda m: _loss(m, x, y), model)
+    nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+    return loss
+
+
+def _step_loss_backward(model, opt, x, y):
+    # torch's loop with the import renamed.
+    opt.zero_grad()
+    loss = _loss(model, x, y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+    return loss
+
+
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_five_steps_match_torch(compiled):
+@pytest.mark.parametrize(
+    "train_step",
+    [
+        pytest.param(_step_loss_backward, id="loss.backward"),
+        pytest.param(_step_spx_backward, id="spx.backward"),
+    ],
+)
+def test_five_steps_match_torch(train_step, compiled):
     tmodel, init, tlosses = _torch_run()
     model = SpxResMLPLM()
     model.load_state_dict(init)
     opt = spx.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     sched = spx.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5)
-
-    def train_step(model, opt, x, y):
-        opt.zero_grad()
-        loss = spx.backward(lambda m: _loss(m, x, y), model)
-        nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-        opt.step()
-        return loss
-
     step = spx.compile(train_step) if compiled else train_step
     losses = []
-    for x, y in _batches():
-        losses.append(float(step(model, opt, jnp.asarray(x), jnp.asarray(y))))
+    for (x, y), tloss in zip(_batches(), tlosses, strict=True):
+        losses.append(float(step(model, opt, spx.from_numpy(x), spx.from_numpy(y))))
         sched.step()
+        np.testing.assert_allclose(losses[-1], tloss, rtol=1e-5)  # per step, as it trains
     np.testing.assert_allclose(losses, tlosses, rtol=1e-5)
     assert_params_match(tmodel, model, rtol=1e-5, atol=1e-5)
     assert sched.get_last_lr() == pytest.approx([g["lr"] for g in opt.param_groups])

@@ -5,6 +5,8 @@
              gradients afterwards)
 * spx -grad — the same step ending with ``opt.zero_grad()``: it keeps no gradients, like the
              raw JAX and flax.nnx steps, which return only parameters, optimizer state and loss
+* spx bwd() — the first step spelled ``loss = lm_loss(model(x), y); loss.backward()`` inside
+             ``spx.compile`` (the recorded ops and their backward become part of the one program)
 * raw JAX  — the same network as a pure function over a dict of arrays, ``jax.jit`` with donated
              parameters and ``optax.adamw`` (the floor for dispatch overhead)
 * flax.nnx — the same network with ``nnx`` modules and ``nnx.jit`` (needs ``flax``)
@@ -64,7 +66,9 @@ def _batch(cfg: GPTConfig, batch: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- spx ---------------------------------------------------------------------------------------
-def bench_spx(cfg: GPTConfig, batch: int, steps: int, keep_grads: bool = True) -> float:
+def bench_spx(
+    cfg: GPTConfig, batch: int, steps: int, keep_grads: bool = True, tape: bool = False
+) -> float:
     spx.manual_seed(0)
     model = GPT(cfg)
     opt = spx.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
@@ -72,14 +76,18 @@ def bench_spx(cfg: GPTConfig, batch: int, steps: int, keep_grads: bool = True) -
     @spx.compile
     def train_step(model, opt, x, y):
         opt.zero_grad()
-        loss = spx.backward(lambda m: lm_loss(m(x), y), model)
+        if tape:  # torch's spelling: the recorded forward and loss.backward()
+            loss = lm_loss(model(x), y)
+            loss.backward()
+        else:
+            loss = spx.backward(lambda m: lm_loss(m(x), y), model)
         opt.step()
         if not keep_grads:
             opt.zero_grad()
         return loss
 
-    x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
-    return _median_ms(lambda: train_step(model, opt, x, y).block_until_ready(), steps)
+    x, y = (spx.as_tensor(a) for a in _batch(cfg, batch))
+    return _median_ms(lambda: jax.block_until_ready(train_step(model, opt, x, y)), steps)
 
 
 # -- raw JAX -----------------------------------------------------------------------------------
@@ -303,6 +311,7 @@ def main() -> None:
             "raw JAX": raw,
             "spx": bench_spx(cfg, batch, steps),
             "spx -grad": bench_spx(cfg, batch, steps, keep_grads=False),
+            "spx bwd()": bench_spx(cfg, batch, steps, tape=True),
             "flax.nnx": bench_nnx(cfg, batch, steps),
             "torch": bench_torch(cfg, batch, steps),
         }

@@ -20,6 +20,8 @@ import jax
 
 from spx import _context
 from spx import random as spx_random
+from spx._tensor.graph import Node
+from spx._tensor.tensor import Tensor
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 
@@ -40,12 +42,22 @@ def _is_optimizer(x: Any) -> bool:
 
 
 def is_stateful(x: Any) -> bool:
-    """Objects a Binding walks into: Modules, Parameters and Optimizers."""
-    return isinstance(x, Module | Parameter) or _is_optimizer(x)
+    """Objects a Binding walks into: Modules, Parameters, Optimizers and trainable leaves.
+
+    A leaf Tensor that requires grad (``spx.zeros(3, requires_grad=True)``) is state like a
+    Parameter: ``loss.backward()`` writes its ``.grad`` and an optimizer updates it in place,
+    so a compiled step must bind the object itself, not a traced copy of its value.
+    """
+    return isinstance(x, Module | Parameter) or _is_optimizer(x) or _trainable_leaf(x)
+
+
+def _trainable_leaf(x: Any) -> bool:
+    # ``_rg`` is only ever set on leaves (requires_grad_() refuses non-leaves).
+    return isinstance(x, Tensor) and x._rg
 
 
 class Binding:
-    """The flat state of a set of Modules, Parameters and Optimizers.
+    """The flat state of a set of Modules, Parameters (leaf Tensors) and Optimizers.
 
     Args:
         roots: the stateful objects (as found among a function's arguments).
@@ -58,13 +70,13 @@ class Binding:
     """
 
     def __init__(self, roots: Iterable[Any]) -> None:
-        params: list[Parameter] = []
+        params: list[Tensor] = []
         seen_params: set[int] = set()
         modules: list[Module] = []
         seen_modules: set[int] = set()
         optimizers: list[Any] = []
 
-        def add_param(p: Parameter) -> None:
+        def add_param(p: Tensor) -> None:
             if id(p) not in seen_params:
                 seen_params.add(id(p))
                 params.append(p)
@@ -78,7 +90,7 @@ class Binding:
                         for p in m._parameters.values():
                             if p is not None:
                                 add_param(p)
-            elif isinstance(root, Parameter):
+            elif isinstance(root, Tensor):
                 add_param(root)
             elif _is_optimizer(root) and all(o is not root for o in optimizers):
                 optimizers.append(root)
@@ -90,8 +102,13 @@ class Binding:
         self.buffer_slots: list[tuple[dict, str]] = [
             (m._buffers, name) for m in modules for name in m._buffers
         ]
-        self.opt_slots: list[tuple[Any, Parameter]] = [
-            (opt, p) for opt in optimizers for p in opt._all_params()
+        # The buffer objects: a step that assigns a new tensor to a buffer attribute gets its
+        # value written into the original object (torch's in-place buffer updates keep it).
+        self.buffer_objs: list[Tensor | None] = [d[n] for d, n in self.buffer_slots]
+        self.opt_params: list[list[Tensor]] = [opt._all_params() for opt in optimizers]
+        self.opt_ids = [[id(p) for p in own] for own in self.opt_params]
+        self.opt_slots: list[tuple[Any, Tensor]] = [
+            (opt, p) for opt, own in zip(optimizers, self.opt_params, strict=True) for p in own
         ]
         self.hparam_slots: list[tuple[dict, str]] = []
         for opt in optimizers:
@@ -105,8 +122,8 @@ class Binding:
         """``[datas, grads, buffers, opt_states, key]`` — the mutable state, as it is now."""
         return [
             [p._data for p in self.params],
-            [p._grad for p in self.params],
-            [d[n] for d, n in self.buffer_slots],
+            [_grad_value(p) for p in self.params],
+            [_buffer_value(d[n]) for d, n in self.buffer_slots],
             [o.state.get(p) for o, p in self.opt_slots],
             spx_random.get_key(),
         ]
@@ -116,9 +133,9 @@ class Binding:
         datas, grads, buffers, opt_states, key = state
         for p, d, g in zip(self.params, datas, grads, strict=True):
             p._data = d
-            p._grad = g
-        for (d, n), b in zip(self.buffer_slots, buffers, strict=True):
-            d[n] = b
+            _set_grad_value(p, g)
+        for (d, n), obj, b in zip(self.buffer_slots, self.buffer_objs, buffers, strict=True):
+            d[n] = _with_value(obj, b)
         for (o, p), s in zip(self.opt_slots, opt_states, strict=True):
             if s is None:
                 o.state.pop(p, None)
@@ -138,13 +155,39 @@ class Binding:
         self.write_state([datas, grads, buffers, [_fresh(s) for s in opt_states], key])
 
     def read_flat(self) -> list[Any]:
-        """The state slots as one flat list: datas, grads, buffers, optimizer states, key."""
+        """The state slots as one flat list: datas, grads, buffers, optimizer states, key.
+
+        This runs on every compiled call, so it reads computed values straight from the
+        storages (``t._data`` would, with a property call per tensor) and an optimizer's state
+        without hashing its Tensor keys when every parameter has state, in order.
+        """
         params = self.params
+        try:
+            # ``t._data`` inlined (a view goes through it): (s := t._s).node.values[s.idx].
+            datas = [(s := p._s).node.values[s.idx] if p._view is None else p._data for p in params]
+            grads = [
+                None
+                if (g := p._grad) is None
+                else (s := g._s).node.values[s.idx]
+                if g._view is None
+                else g._data
+                for p in params
+            ]
+        except TypeError:  # a value still pending (None values): compute it
+            datas = [p._data for p in params]
+            grads = [None if (g := p._grad) is None else g._data for p in params]
+        states = []
+        for o, own, ids in zip(self.optimizers, self.opt_params, self.opt_ids, strict=True):
+            state = o.state
+            if list(map(id, state)) == ids:
+                states.extend(state.values())
+            else:
+                states.extend([state.get(p) for p in own])
         return [
-            *[p._data for p in params],
-            *[p._grad for p in params],
-            *[d[n] for d, n in self.buffer_slots],
-            *[o.state.get(p) for o, p in self.opt_slots],
+            *datas,
+            *grads,
+            *[_buffer_value(d[n]) for d, n in self.buffer_slots],
+            *states,
             spx_random.get_key(),
         ]
 
@@ -171,19 +214,41 @@ class Binding:
             elif i < 2 * n_p:
                 grads.append((self.params[i - n_p], k))
             elif i < 2 * n_p + n_b:
-                buffers.append((*self.buffer_slots[i - 2 * n_p], k))
+                j = i - 2 * n_p
+                buffers.append((*self.buffer_slots[j], self.buffer_objs[j], k))
             elif i < 2 * n_p + n_b + n_o:
                 opts.append((*self.opt_slots[i - 2 * n_p - n_b], k))
             else:
                 key_at = k
 
         def write(values: list[Any]) -> None:
+            # Parameters, grads and buffers that keep their Tensor object get their new arrays
+            # through one value node (see _write_arrays); the rest (first grads, lazy
+            # parameters, cleared slots) one by one.
+            targets, arrays = [], []
             for p, k in datas:
-                p._data = values[k]
+                v = values[k]
+                if v is None:
+                    p._data = v
+                else:
+                    targets.append(p)
+                    arrays.append(v)
             for p, k in grads:
-                p._grad = values[k]
-            for d, n, k in buffers:
-                d[n] = values[k]
+                v, g = values[k], p._grad
+                if v is None or g is None:
+                    _set_grad_value(p, v)
+                else:
+                    targets.append(g)
+                    arrays.append(v)
+            for d, n, obj, k in buffers:
+                v = values[k]
+                if v is None or obj is None:
+                    d[n] = _with_value(obj, v)
+                else:
+                    targets.append(obj)
+                    arrays.append(v)
+                    d[n] = obj
+            _write_arrays(targets, arrays)
             for o, p, k in opts:
                 s = values[k]
                 if s is None:
@@ -210,6 +275,52 @@ class Binding:
 
     def has_uninitialized(self) -> bool:
         return any(c is UninitializedParameter for c in self.param_classes)
+
+
+def _write_arrays(tensors: list[Tensor], arrays: list[Any]) -> None:
+    """``t._data = a`` for every pair, in place (aliases of each tensor see its new value).
+
+    The same as the setter, with one multi-output value node for all the arrays instead of
+    one node per tensor: node construction is most of the setter's cost, and a compiled step
+    writes back every parameter and gradient on each call.
+    """
+    if not tensors:
+        return
+    node = Node(None, (), (), tuple([a.aval for a in arrays]), tuple(arrays), False)
+    for i, t in enumerate(tensors):
+        s = t._s
+        s.node = node
+        s.idx = i
+        s.version += 1
+
+
+def _grad_value(p: Tensor) -> Any:
+    grad = p._grad
+    return None if grad is None else grad._data
+
+
+def _set_grad_value(p: Tensor, value: Any) -> None:
+    """Set ``p.grad`` to the array ``value`` (None clears it); the grad tensor object stays."""
+    if value is None:
+        p._grad = None
+    elif p._grad is None:
+        p._grad = Tensor._of(value)
+    else:
+        p._grad._data = value
+
+
+def _buffer_value(b: Tensor | None) -> Any:
+    return None if b is None else b._data
+
+
+def _with_value(obj: Tensor | None, value: Any) -> Tensor | None:
+    """The buffer object holding ``value`` (the original object when there is one)."""
+    if value is None:
+        return None
+    if obj is None:
+        return Tensor._of(value)
+    obj._data = value
+    return obj
 
 
 def _fresh(value: Any) -> Any:

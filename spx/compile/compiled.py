@@ -6,7 +6,8 @@ mutates them::
     @spx.compile
     def train_step(model, opt, x, y):
         opt.zero_grad()
-        loss = spx.backward(lambda m: F.cross_entropy(m(x), y), model)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()  # or: loss = spx.backward(lambda m: F.cross_entropy(m(x), y), model)
         opt.step()
         return loss
 
@@ -27,7 +28,6 @@ optimizer state.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +36,10 @@ import jax
 import numpy as np
 
 from spx import _transforms, _user_code
+from spx._tensor import graph
+from spx._tensor import program as recorded
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
 from spx.compile import diagnostics, sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.nn import _structure
@@ -47,11 +51,18 @@ _RETURNED_STATE = (
     "optimizers in place and should return arrays (e.g. the loss); return `model(x)` values, "
     "not the model itself."
 )
+_ARGUMENT_WITH_HISTORY = (
+    "spx.compile: a Tensor argument (shape {shape}) has autograd history: it was computed "
+    "outside the compiled function from tensors that require grad. Gradients can't flow out "
+    "of a compiled step through its arguments, so a loss.backward() inside would silently "
+    "miss that path. Compute it inside the compiled function, or pass t.detach() if no "
+    "gradient should flow there."
+)
 
 
 def _leaf_kind(x: Any) -> str:
     """How a non-stateful argument leaf enters the program: 'dyn' (traced) or 'static'."""
-    if isinstance(x, jax.Array | np.ndarray | float | complex) and not isinstance(x, bool):
+    if isinstance(x, Tensor | jax.Array | np.ndarray | float | complex) and not isinstance(x, bool):
         return "dyn"
     return "static"
 
@@ -100,6 +111,7 @@ class _Program:
     constant: tuple[int, ...]  # slots it reads but leaves unchanged
     cacheable: bool
     in_shared: sharing.Pattern  # entries of the live inputs passed once (see sharing.py)
+    args_written: tuple[int, ...]  # the Tensor arguments (positions in dyn) written in place
     record: dict[str, Any]  # "out_shared": the same for the outputs, known once traced
 
     def __call__(self, live: list[Any], const: list[Any], hparams: list[Any], dyn: list[Any]):
@@ -145,7 +157,7 @@ def _fast_flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any] | None:
     return list(args), treedef
 
 
-_LEAF_TYPES = (jax.Array, np.ndarray)
+_LEAF_TYPES = (Tensor, jax.Array, np.ndarray)
 # XLA's messages when a call would donate an array twice or donate one it also reads.
 _DONATION_REFUSED = ("donate the same buffer twice", "previously donated in the same call")
 _TREEDEFS: dict[int, Any] = {}
@@ -186,16 +198,23 @@ class CompiledFunction:
             treedef,
             kinds,
             tuple(static_leaves),
-            tuple(jax.tree_util.tree_structure(x) for x in stateful if isinstance(x, Module)),
+            # Tensors as leaves: the key must not compute (or, for a lazy parameter, fail to
+            # read) their values, whether or not a Tensor subclass is a pytree node.
+            tuple(
+                jax.tree_util.tree_structure(x, is_leaf=_is_tensor)
+                for x in stateful
+                if isinstance(x, Module)
+            ),
             tuple(
                 (type(o), tuple(o._static_and_dynamic(g)[0] for g in o.param_groups))
                 for o in binding.optimizers
             ),
             tuple(index[id(p)] for _, p in binding.opt_slots),
             tuple(type(p) for p in binding.params),
-            tuple(p.requires_grad for p in binding.params),
+            # _rg: a lazy parameter has no value to ask requires_grad of (all are leaves).
+            tuple(p._rg for p in binding.params),
             # Which stateful argument is which object (the same model passed twice, ...).
-            tuple(index[id(x)] if isinstance(x, Parameter) else -1 for x in stateful),
+            tuple(index[id(x)] if isinstance(x, Tensor) else -1 for x in stateful),
         )
         return _Plan(
             epoch=_structure.EPOCH,
@@ -226,8 +245,10 @@ class CompiledFunction:
         """The function jax traces: bind the state, run the step, read the state back.
 
         ``layout`` is None for the probe (every slot is an input, the state changes are
-        recorded), else ``(mutable, live, constant, dead_specs, in_shared)`` of the final
-        program.
+        recorded), else ``(mutable, live, constant, dead_specs, in_shared, args_written)`` of
+        the final program. Tensor arguments the step writes in place (``metric.add_(loss)``)
+        are recorded too; the final program returns their new values, which the call writes
+        into the caller's objects, as torch's in-place ops would have changed them.
         """
         binding = plan.binding
         fn = self.fn
@@ -242,7 +263,7 @@ class CompiledFunction:
             if layout is None:
                 flat_in = live_state
             else:
-                _mutable, live, constant, dead_specs, in_shared = layout
+                _mutable, live, constant, dead_specs, in_shared, _written = layout
                 sharing.restore(live_state, in_shared)
                 flat_in = [None] * len(before)
                 for i, v in zip(live, live_state, strict=True):
@@ -259,6 +280,7 @@ class CompiledFunction:
                     next(it) if k == "dyn" else x for x, k in zip(leaves, kinds, strict=True)
                 ]
                 args, kwargs = treedef.unflatten(call_leaves)
+                storages = [(x._s, x._s.node) if isinstance(x, Tensor) else None for x in dyn]
                 if layout is not None:
                     self._note_signature(kinds, args, kwargs, dyn, live_state, const_state)
                 try:
@@ -271,9 +293,11 @@ class CompiledFunction:
                     raise clearer from None
                 flat_out = binding.read_flat()
             finally:
+                # Classes first: a lazy parameter materialized by the trace takes back its
+                # "no value yet" (None), which only UninitializedParameter can hold.
+                binding.restore_classes()
                 binding.write_state(binding.unflatten(before))
                 binding.write_hparams(before_hparams)
-                binding.restore_classes()
             for x in jax.tree_util.tree_leaves(out, is_leaf=is_stateful):
                 if isinstance(x, Module | Parameter):
                     raise TypeError(_RETURNED_STATE.format(kind=type(x).__name__))
@@ -283,6 +307,11 @@ class CompiledFunction:
                     for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True))
                     if not same_slot(a, b)
                 )
+                record["args_written"] = tuple(
+                    i
+                    for i, (x, s) in enumerate(zip(dyn, storages, strict=True))
+                    if s is not None and (x._s is not s[0] or x._s.node is not s[1])
+                )
                 return out
             # The updated state first, in the order of the donated inputs, and the user's outputs
             # last: jax pairs each donated input with the first unclaimed output of its shape
@@ -291,7 +320,8 @@ class CompiledFunction:
             # copy inputs to keep them alive).
             new = [flat_out[i] for i in layout[0]]
             record["out_shared"] = sharing.find_shared(new)
-            return sharing.strip(new, record["out_shared"]), out
+            written = [dyn[i]._value() for i in layout[5]]
+            return sharing.strip(new, record["out_shared"]), out, written
 
         return pure, record
 
@@ -324,14 +354,18 @@ class CompiledFunction:
         changed_set = set(changed)
         constant = tuple(i for i in range(len(flat_state)) if i not in changed_set)
         in_shared = sharing.find_shared([flat_state[i] for i in live])
-        pure, record = self._pure(plan, leaves, (mutable, live, constant, dead, in_shared))
+        written = record["args_written"]
+        layout = (mutable, live, constant, dead, in_shared, written)
+        pure, record = self._pure(plan, leaves, layout)
         jitted = jax.jit(pure, donate_argnums=(0,) if self.donate else ())
         self.trace_count += 1
         # Lazy parameters materialized in this trace change the structure: a program keyed on
         # the pre-materialization structure is used for this call only.
         cacheable = not plan.binding.has_uninitialized()
         donated = len(live) - len(kept)
-        return _Program(jitted, mutable, live, donated, constant, cacheable, in_shared, record)
+        return _Program(
+            jitted, mutable, live, donated, constant, cacheable, in_shared, written, record
+        )
 
     # -- diagnostics -------------------------------------------------------------------------
     def _note_signature(self, kinds, args, kwargs, dyn, live_state, const_state) -> None:
@@ -341,7 +375,7 @@ class CompiledFunction:
         sig = diagnostics.signature(arrays, dyn, [live_state, const_state])
         message = self.signatures.record(sig)
         if message is not None:
-            _warn_at_user_code(message, RuntimeWarning)
+            _user_code.warn(message, RuntimeWarning)
 
     def _warn_collected(self) -> None:
         """Warn (once per container) when the probe trace left placeholders in a list."""
@@ -351,7 +385,7 @@ class CompiledFunction:
                 self._collect_warned.add(what)
                 short = what.split("'")[1] if "'" in what else "values"
                 message = diagnostics.MSG_COLLECTED.format(name=name, what=what, short=short)
-                _warn_at_user_code(message, UserWarning)
+                _user_code.warn(message, UserWarning)
 
     # -- calling -----------------------------------------------------------------------------
     def _choose(self, plan: _Plan, leaves, flat_state, hparams, dyn, mask) -> tuple:
@@ -368,6 +402,11 @@ class CompiledFunction:
         return program, write, [flat_state[i] for i in program.live]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if graph.STATE.pending:
+            # Values recorded before the call and not computed yet (``c = w.detach().clone()``)
+            # are computed now, from the arrays they were recorded on: inside the trace they
+            # would become tracers, and the program donates the parameters' old arrays.
+            recorded.flush()
         flat = _fast_flatten(args, kwargs)
         leaves, treedef = flat if flat is not None else flatten_args((args, kwargs))
         plan = self._plan_for(leaves, treedef)
@@ -375,6 +414,9 @@ class CompiledFunction:
         flat_state = binding.read_flat()
         hparams = plan.hparam_arrays(binding.read_hparams())
         dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
+        for x in dyn:
+            if type(x) is Tensor and x._cur().node.requires_grad:
+                raise TypeError(_ARGUMENT_WITH_HISTORY.format(shape=list(x.shape)))
         mask = [x is None for x in flat_state]
         last = plan.last
         if last is not None and mask == plan.last_mask:
@@ -388,7 +430,9 @@ class CompiledFunction:
             program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
         const = [flat_state[i] for i in program.constant]
         try:
-            new_values, out = program(sharing.strip(live, program.in_shared), const, hparams, dyn)
+            new_values, out, written = program(
+                sharing.strip(live, program.in_shared), const, hparams, dyn
+            )
         except (jax.errors.JaxRuntimeError, ValueError) as e:
             if last is None or not any(m in str(e) for m in _DONATION_REFUSED):
                 raise
@@ -396,9 +440,13 @@ class CompiledFunction:
             # refused before running anything; a program that knows the sharing does the step.
             program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
             const = [flat_state[i] for i in program.constant]
-            new_values, out = program(sharing.strip(live, program.in_shared), const, hparams, dyn)
+            new_values, out, written = program(
+                sharing.strip(live, program.in_shared), const, hparams, dyn
+            )
         sharing.restore(new_values, program.record["out_shared"])
         write(new_values)
+        if written:
+            _write_arguments(dyn, program.args_written, written)
         if not program.cacheable:
             # The trace materialized lazy parameters; the written-back values make them real.
             for p in binding.params:
@@ -408,12 +456,19 @@ class CompiledFunction:
         return out
 
 
-def _warn_at_user_code(message: str, category: type[Warning]) -> None:
-    where = _user_code.from_stack(2)
-    if where is None:
-        warnings.warn(message, category, stacklevel=3)
-    else:
-        warnings.warn_explicit(message, category, where.filename, where.lineno)
+def _write_arguments(dyn: list[Any], positions: tuple[int, ...], values: list[Any]) -> None:
+    """Give the Tensor arguments the step wrote in place their new values (aliases see them)."""
+    for i, value in zip(positions, values, strict=True):
+        t = dyn[i]
+        if t._view is None:
+            t._data = value
+        else:  # a view: the write goes through to its base, as the step's write did
+            with no_grad():
+                t.copy_(Tensor._of(value))
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
 
 
 def _plain_numbers(values: list[Any]) -> bool:
@@ -438,10 +493,15 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
     """Compile a torch-style step (forward, backward, optimizer update) into one program.
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,
-    including lists and dicts), arrays, Python floats (traced) and other hashable values (static:
-    a new value recompiles). It may call ``opt.zero_grad()``, :func:`spx.backward`,
-    ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and draw randomness; all of
-    that state is written back into the objects after each call. It returns arrays.
+    including lists and dicts), Tensors and arrays, Python floats (traced) and other hashable
+    values (static: a new value recompiles). A leaf Tensor that requires grad is state, like a
+    Parameter; other Tensors are inputs, and in-place writes to them (``total.add_(loss)``) are
+    written back to the caller's tensor, as in torch. A Tensor argument with autograd history
+    (computed outside from tensors that require grad) is refused: gradients can't leave the
+    program through it. The function may call ``opt.zero_grad()``, ``loss.backward()`` or
+    :func:`spx.backward`, ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and
+    draw randomness; all of that state is written back into the objects after each call. It
+    returns Tensors.
 
     The step's Python runs only while it is traced (once per signature), with placeholder
     arrays. So it cannot branch on values (``if loss > 1:`` — use ``jnp.where`` or
@@ -461,25 +521,27 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
 
     Args:
         fn: the step function.
-        donate: donate the replaced state buffers to XLA (default). Arrays you kept from before
-            the call (``w = model.fc.weight.data``) are then invalid afterwards — read them
-            again from the module, as torch's in-place updates would show the new values.
+        donate: donate the replaced state buffers to XLA (default). Tensors keep working as in
+            torch (``model.fc.weight.data`` and ``state_dict()`` values show the new values,
+            values recorded before the call are computed first); raw ``jax.Array`` values taken
+            out of a parameter (``jnp.asarray(w.detach())``) are deleted by the call.
 
     Returns:
         A callable with the same signature; ``.trace_count`` tells how many programs were
         traced.
 
     Example:
-        >>> import spx, jax.numpy as jnp
+        >>> import spx
         >>> model = spx.nn.Linear(3, 1)
         >>> opt = spx.optim.SGD(model.parameters(), lr=0.1)
         >>> @spx.compile
         ... def step(model, opt, x):
         ...     opt.zero_grad()
-        ...     loss = spx.backward(lambda m: (m(x) ** 2).mean(), model)
+        ...     loss = (model(x) ** 2).mean()
+        ...     loss.backward()
         ...     opt.step()
         ...     return loss
-        >>> loss = step(model, opt, jnp.ones((4, 3)))
+        >>> loss = step(model, opt, spx.ones(4, 3))
     """
     if fn is None:
         return functools.partial(compile, donate=donate)

@@ -35,9 +35,10 @@ RECOMPILE_LIMIT = 8
 
 _BRANCH = (
     "branch on it (if / while / and / or / not / bool())",
-    "compute both sides and select: y = jnp.where(loss > 1, loss * 2, loss), or "
-    "jax.lax.cond(pred, true_fn, false_fn, x) / jax.lax.while_loop for loops; or move the "
-    "decision out of the step: return the value and test it after the call",
+    "compute both sides and select: y = spx.where(loss > 1, loss * 2, loss) (torch.where; "
+    "jnp.where on arrays), or jax.lax.cond(pred, true_fn, false_fn, x) / jax.lax.while_loop "
+    "for loops; or move the decision out of the step: return the value and test it after "
+    "the call",
 )
 _CONVERT = (
     "turn it into a Python or numpy value (float(), int(), .item(), np.asarray(), tolist())",
@@ -47,8 +48,8 @@ _CONVERT = (
 )
 _MASK = (
     "index with a boolean mask (x[mask]): the result's shape would depend on the values",
-    "keep the shape fixed: jnp.where(mask, x, 0), jnp.sum(x, where=mask), "
-    "jnp.nonzero(mask, size=n); or do the masking outside the step",
+    "keep the shape fixed: x.masked_fill(~mask, 0) or spx.where(mask, x, 0) (jnp.where on "
+    "arrays), (x * mask).sum(); or do the masking outside the step",
 )
 
 
@@ -125,6 +126,10 @@ def _holds_tracer(value: Any, depth: int = 2) -> bool:
     """Whether ``value`` or its newest entries (appended by the step) are tracers."""
     if isinstance(value, jax.core.Tracer):
         return True
+    if hasattr(value, "_ref"):  # a Tensor: its value (computed, or recorded) is traced
+        s = value._s
+        values = s.node.values
+        return values is None or isinstance(values[s.idx], jax.core.Tracer)
     if depth == 0:
         return False
     if isinstance(value, dict):

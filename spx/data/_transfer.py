@@ -1,8 +1,8 @@
-"""Moving a collated batch from host numpy to ``jax.Array`` on a device.
+"""Moving a collated batch from host numpy to Tensors on a device.
 
 The DataLoader's last step, the counterpart of torch's ``pin_memory`` + ``.to(device)``: every
-numeric numpy leaf of the batch becomes a ``jax.Array`` with one transfer per leaf, and the
-structure (dicts, lists, namedtuples) and non-array leaves (strings, None) are kept.
+numeric numpy leaf of the batch becomes an :class:`spx.Tensor` with one transfer per leaf, and
+the structure (dicts, lists, namedtuples) and non-array leaves (strings, None) are kept.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _context
+from spx._tensor.tensor import Tensor
 from spx.data.collate import _rebuild_mapping, _rebuild_sequence
 
 _NUMERIC_KINDS = frozenset("biufc")
@@ -61,31 +62,33 @@ def _leaf_to_jax(x: Any, target: Any) -> Any:
             return x
         # jnp.asarray is the cheapest host-to-device path for the default device (about half
         # the cost of jax.device_put on CPU); an explicit placement needs device_put.
-        return jnp.asarray(x) if target is None else jax.device_put(x, target)
+        return Tensor._of(jnp.asarray(x) if target is None else jax.device_put(x, target))
     if isinstance(x, np.generic) and x.dtype.kind in _NUMERIC_KINDS:
         return _leaf_to_jax(np.asarray(x), target)
     if isinstance(x, jax.Array):
-        return x if target is None else jax.device_put(x, target)
+        return Tensor._of(x if target is None else jax.device_put(x, target))
+    if isinstance(x, Tensor):
+        return x if target is None else x.to(target)
     return x
 
 
 def to_jax(batch: Any, target: jax.Device | jax.sharding.Sharding | None) -> Any:
-    """Return ``batch`` with every numeric numpy leaf turned into a ``jax.Array`` on ``target``.
+    """Return ``batch`` with every numeric leaf turned into a Tensor on ``target``.
 
     Args:
         batch: a collated batch (numpy leaves inside dicts/lists/tuples/namedtuples).
         target: a device or sharding, or None for the default device.
 
     Returns:
-        The same structure with ``jax.Array`` leaves.
+        The same structure with Tensor leaves.
 
     Example:
         >>> import numpy as np
         >>> out = to_jax({"x": np.ones((2, 3), np.float32)}, None)
-        >>> type(out["x"]).__name__ in ("ArrayImpl", "Array")
-        True
+        >>> type(out["x"]).__name__
+        'Tensor'
     """
-    if isinstance(batch, np.ndarray | np.generic | jax.Array):
+    if isinstance(batch, np.ndarray | np.generic | jax.Array | Tensor):
         return _leaf_to_jax(batch, target)
     if isinstance(batch, list):
         return [to_jax(b, target) for b in batch]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spx import _context
+from spx._tensor import program
 from spx.data._fetch import IterableFetcher
 from spx.data._transfer import to_jax
 
@@ -326,6 +327,8 @@ class ThreadedLoaderIter:
     def __next__(self) -> Any:
         if self._finished or self._gen != self._pool.state.generation:
             raise StopIteration
+        # A step boundary for the consumer's recorded values (see spx._tensor.program.flush).
+        program.flush()
         try:
             return self._next_batch()
         except StopIteration:

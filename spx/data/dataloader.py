@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from spx import _validate
+from spx._tensor import program
 from spx.data._fetch import IterableFetcher, MapFetcher
 from spx.data._transfer import DeviceLike, resolve_target, to_jax
 from spx.data._workers import ThreadedLoaderIter, WorkerPool
@@ -299,4 +300,5 @@ def _single_thread_iter(fetcher: Any, index_iter: Iterator[Any], target: Any) ->
             if isinstance(fetcher, IterableFetcher):
                 return
             raise
+        program.flush()
         yield to_jax(batch, target)

@@ -21,9 +21,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.data.sampler import GeneratorLike, as_generator, fresh_seed
 
 T_co = TypeVar("T_co", covariant=True)
@@ -80,23 +82,23 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
     """Samples are ``tuple(t[i] for t in tensors)`` (mirrors ``torch.utils.data.TensorDataset``).
 
     Args:
-        *tensors: numpy or jax arrays sharing their first dimension, shapes ``(N, ...)``.
+        *tensors: Tensors, numpy or jax arrays sharing their first dimension, ``(N, ...)``.
 
     Example:
         >>> import numpy as np
         >>> ds = TensorDataset(np.zeros((4, 3)), np.arange(4))
-        >>> len(ds), ds[2][1]
-        (4, np.int64(2))
+        >>> len(ds), ds[2][1].item()
+        (4, 2)
     """
 
-    def __init__(self, *tensors: np.ndarray | jax.Array) -> None:
+    def __init__(self, *tensors: Any) -> None:
         if not tensors:
             raise ValueError("TensorDataset needs at least one array, got none")
         for i, t in enumerate(tensors):
-            if not isinstance(t, np.ndarray | jax.Array):
+            if not isinstance(t, Tensor | np.ndarray | jax.Array):
                 raise TypeError(
-                    f"TensorDataset: argument {i} is a {type(t).__name__}; pass numpy or jax "
-                    "arrays (convert with numpy.asarray(x))"
+                    f"TensorDataset: argument {i} is a {type(t).__name__}; pass Tensors, numpy "
+                    "or jax arrays (e.g. spx.tensor(x))"
                 )
             if t.ndim == 0:
                 raise ValueError(
@@ -114,7 +116,7 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
         self._host: tuple[np.ndarray, ...] | None = None
 
     def __getitem__(self, index: Any) -> tuple[Any, ...]:
-        return tuple(t[index] for t in self.tensors)
+        return tuple(_as_tensor(t)[index] for t in self.tensors)
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
@@ -127,11 +129,17 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
         if self._host is None:
             # Jax arrays are immutable, so one host copy serves every batch; numpy arrays are
             # used as they are (later in-place edits stay visible, as with per-sample reads).
-            self._host = tuple(np.asarray(t) for t in self.tensors)
+            self._host = tuple(
+                np.asarray(t._data if isinstance(t, Tensor) else t) for t in self.tensors
+            )
         if any(h.dtype.kind not in _NUMERIC_KINDS for h in self._host):
             return None
         # default_collate turns the per-sample tuple into a list of stacked arrays.
         return [h[indices] for h in self._host]
+
+
+def _as_tensor(t: Any) -> Tensor:
+    return t if isinstance(t, Tensor) else Tensor._of(jnp.asarray(t))
 
 
 class Subset(Dataset[T_co]):

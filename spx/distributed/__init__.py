@@ -7,6 +7,7 @@ per-rank script runs on both; every collective returns its result on the calling
 :mod:`spx.distributed.backend` is the interface a backend implements.
 """
 
+from spx.distributed import functional as functional
 from spx.distributed.backend import Backend as Backend
 from spx.distributed.backend import DistBackendError as DistBackendError
 from spx.distributed.backend import Work as Work

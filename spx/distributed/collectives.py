@@ -1,13 +1,26 @@
-"""Collectives and point-to-point ops (mirror ``torch.distributed``'s functions of the same names).
+"""Collectives and point-to-point ops, in place on Tensors as in ``torch.distributed``.
 
-spx arrays are immutable, so where torch fills ``tensor`` in place these functions **return**
-the result, placed on the calling rank's own device. Lists that torch fills (``all_gather``'s
-``tensor_list``, ``gather``'s ``gather_list``) are filled here too, and also returned. With
-``async_op=True`` a :class:`Work` is returned and ``work.wait()`` returns the result.
+``dist.all_reduce(t)`` replaces ``t``'s value with the reduction (through the Tensor's in-place
+machinery: aliases such as ``t.data`` and views of ``t`` see the new value) and returns None;
+``all_gather`` fills its output list, ``recv``/``irecv`` fill the given tensor, and so on. With
+``async_op=True`` (and for ``isend``/``irecv``) a :class:`Work` is returned whose ``wait()``
+completes the write and returns True; ``work.result()`` gives the output tensors.
+
+Arguments written into must be ``spx.Tensor``s or writable numpy arrays (filled with
+``np.copyto``, as torch fills a tensor sharing numpy's memory). A ``jax.Array`` is immutable,
+so passing one where torch writes raises TypeError: wrap it with ``spx.as_tensor`` first, or
+use the forms returning the result in :mod:`spx.distributed.functional`. Inputs that are only
+read may be Tensors, jax arrays or numpy arrays.
 
 Rank arguments follow torch: ``src``/``dst`` are global ranks, ``group_src``/``group_dst``
 ranks within ``group``. On a rank outside ``group`` every function warns and returns None.
 Collectives run eagerly; call them between compiled steps, not inside ``jax.jit``.
+
+Example:
+    >>> t = spx.ones(3) * (dist.get_rank() + 1)  # doctest: +SKIP
+    >>> dist.all_reduce(t)  # doctest: +SKIP
+    >>> t  # 1 + 2 on two ranks  # doctest: +SKIP
+    tensor([3., 3., 3.])
 """
 
 from __future__ import annotations
@@ -19,57 +32,64 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
+from spx.distributed import functional as F
 from spx.distributed.backend import Work
-from spx.distributed.process_group import (
-    ProcessGroup,
-    resolve_group,
-    warn_not_in_group,
+from spx.distributed.process_group import ProcessGroup, resolve_group, warn_not_in_group
+from spx.distributed.reduce_op import ReduceOp
+
+_IMMUTABLE = (
+    "{fn}: {name} is a jax.Array, which cannot be updated in place (JAX arrays are "
+    "immutable), so torch's in-place result would be lost. Wrap it as a tensor first:\n"
+    "    t = spx.as_tensor(x); dist.{fn}(t, ...)  # t now holds the result"
 )
-from spx.distributed.reduce_op import ReduceOp, check_op
-
-Array = jax.Array
-
-
-def _check_tensor(x: Any, name: str) -> None:
-    if isinstance(x, jax.core.Tracer):
-        raise TypeError(
-            f"{name} is a tracer: spx.distributed collectives run eagerly and cannot be called "
-            "inside jax.jit/grad; call them on concrete arrays between compiled steps"
-        )
-    if not isinstance(x, (jax.Array, np.ndarray)):
-        raise TypeError(f"{name} must be a jax.Array or numpy array, got {type(x).__name__}")
+_FUNCTIONAL = "\nor use the form returning the result: spx.distributed.functional.{fn}(x, ...)"
+_HAS_FUNCTIONAL = frozenset(
+    (
+        "all_reduce",
+        "broadcast",
+        "all_gather_into_tensor",
+        "reduce_scatter_tensor",
+        "all_to_all_single",
+    )
+)
 
 
-def _check_like(xs: Sequence[Any], like: Any, name: str) -> None:
-    for i, x in enumerate(xs):
-        _check_tensor(x, f"{name}[{i}]")
-        if tuple(x.shape) != tuple(like.shape) or x.dtype != like.dtype:
-            raise ValueError(
-                f"{name}[{i}] has shape {tuple(x.shape)} {x.dtype}, expected "
-                f"{tuple(like.shape)} {like.dtype} (the shape and dtype of the input tensor)"
-            )
+# -- writing results in place -------------------------------------------------------------------
+def _check_out(x: Any, name: str, fn: str) -> None:
+    """``x`` must be something this module can write into, as torch does."""
+    if isinstance(x, Tensor):
+        return
+    if isinstance(x, np.ndarray):
+        if not x.flags.writeable:
+            raise ValueError(f"{fn}: {name} is a read-only numpy array; pass a writable one")
+        return
+    if isinstance(x, jax.Array):
+        extra = _FUNCTIONAL.format(fn=fn) if fn in _HAS_FUNCTIONAL else ""
+        raise TypeError(_IMMUTABLE.format(fn=fn, name=name) + extra)
+    raise TypeError(f"{fn}: {name} must be an spx.Tensor, got {type(x).__name__}")
 
 
-def _check_len(xs: Sequence[Any] | None, pg: ProcessGroup, name: str) -> None:
-    if xs is None or len(xs) != pg.size():
-        got = "None" if xs is None else f"{len(xs)} entries"
-        raise ValueError(f"{name} must hold one tensor per rank ({pg.size()}), got {got}")
-
-
-def _peer(pg: ProcessGroup, rank: int | None, group_rank: int | None, what: str) -> int:
-    """torch's ``_canonicalize_group_rank``: a group rank from a global or a group rank."""
-    if group_rank is not None:
-        if rank is not None:
-            raise ValueError(f"Can't specify both {what} and group_{what}")
-        pg.global_rank(group_rank)  # range check
-        return group_rank
-    if rank is None:
-        raise ValueError(f"Must specify {what} (global rank) or group_{what} (rank in the group)")
-    return pg.group_rank(rank)
+def write(dst: Any, value: Any) -> None:
+    """Replace ``dst``'s value with the array ``value`` (same shape), in place."""
+    if isinstance(dst, Tensor):
+        if dst._view is None:
+            # The storage is shared by aliases (``t.data``, ``detach()``): they all see it.
+            dst._data = value.astype(dst.dtype) if value.dtype != dst.dtype else value
+        else:  # a view writes through to its base
+            with no_grad():
+                dst.copy_(Tensor._of(value))
+    else:
+        np.copyto(dst, np.asarray(value), casting="unsafe")
 
 
 class _ThenWork(Work):
-    """``inner``'s result passed through ``fn`` (fills torch-style output lists on completion)."""
+    """``inner``'s result passed through ``fn`` (the in-place write) when it completes.
+
+    As torch's ``Work``: :meth:`wait` returns True once the outputs hold the result;
+    :meth:`result` returns the output tensors.
+    """
 
     __slots__ = ("_fn", "_inner")
 
@@ -79,380 +99,377 @@ class _ThenWork(Work):
         self._inner, self._fn = inner, fn
 
     def _finish(self, timeout: float | None) -> None:
-        self._result = self._fn(self._inner.wait(timeout))
+        try:
+            self._result = self._fn(self._inner.wait(timeout))
+        except BaseException as e:
+            self._error = e
         self._done = True
 
     def _poll(self) -> None:
         if self._inner.is_completed():
-            if self._inner._error is not None:
-                self._error, self._done = self._inner._error, True
-            else:
-                self._finish(None)
+            self._finish(None)
+
+    def wait(self, timeout: Any = None) -> bool:
+        super().wait(timeout)
+        return True
+
+    def result(self) -> Any:
+        return Work.wait(self)
+
+    def __getattr__(self, name: str) -> Any:  # source_rank of a receive
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
 
-def _out(work: Work, async_op: bool, fn: Callable[[Any], Any] | None = None) -> Any:
+def _finish(work: Work | None, async_op: bool, fn: Callable[[Any], Any]) -> Any:
+    """Complete ``work`` with the write ``fn`` now (returning None), or hand back a Work."""
+    if work is None:
+        return None
     if async_op:
-        return work if fn is None else _ThenWork(work, fn)
-    out = work.wait()
-    return out if fn is None else fn(out)
+        return _ThenWork(work, fn)
+    fn(work.wait())
+    return None
 
 
+def _fill_list(outs: list[Any], results: list[Any]) -> list[Any]:
+    """torch fills each entry in place; entries that cannot be written become new Tensors."""
+    for i, (o, r) in enumerate(zip(outs, results, strict=True)):
+        if isinstance(o, Tensor | np.ndarray) and (
+            not isinstance(o, np.ndarray) or o.flags.writeable
+        ):
+            write(o, r)
+        else:
+            outs[i] = Tensor._of(r)
+    return outs
+
+
+def _single(t: Any) -> Callable[[Any], list[Any]]:
+    def fill(value: Any) -> list[Any]:
+        write(t, value)
+        return [t]
+
+    return fill
+
+
+# -- collectives ----------------------------------------------------------------------------------
 def all_reduce(
-    tensor: Array,
+    tensor: Tensor,
     op: ReduceOp = ReduceOp.SUM,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> Array | Work | None:
-    """Reduce ``tensor`` over the group; every rank gets the result (torch ``all_reduce``).
+) -> Work | None:
+    """Reduce ``tensor`` over the group in place; every rank gets the result (torch
+    ``all_reduce``).
 
     Args:
-        tensor: this rank's contribution; same shape and dtype on every rank.
+        tensor: this rank's contribution, any shape, the same shape and dtype on every rank;
+            overwritten with the result.
         op: the :class:`ReduceOp`; computed in ``tensor``'s dtype, in rank order.
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting.
-
-    Returns:
-        The reduced array on this rank's device (torch would overwrite ``tensor``).
+        async_op: return a :class:`Work` whose ``wait()`` completes the write.
 
     Example:
-        >>> total = dist.all_reduce(jnp.ones(3))  # doctest: +SKIP
+        >>> t = spx.ones(3)  # doctest: +SKIP
+        >>> dist.all_reduce(t)  # doctest: +SKIP
+        >>> t.tolist()  # on 2 ranks  # doctest: +SKIP
+        [2.0, 2.0, 2.0]
     """
-    pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
-    if pg is None:
-        return warn_not_in_group("all_reduce")
-    op = check_op(op, tensor.dtype)
-    return _out(pg.backend.all_reduce(tensor, op, async_op), async_op)
+    _check_out(tensor, "tensor", "all_reduce")
+    return _finish(F.all_reduce_work(tensor, op, group, async_op), async_op, _single(tensor))
 
 
 def reduce(
-    tensor: Array,
+    tensor: Tensor,
     dst: int | None = None,
     op: ReduceOp = ReduceOp.SUM,
     group: ProcessGroup | None = None,
     async_op: bool = False,
     group_dst: int | None = None,
-) -> Array | Work | None:
-    """Reduce ``tensor`` onto rank ``dst``; returns the result there, ``tensor`` elsewhere."""
+) -> Work | None:
+    """Reduce ``tensor`` onto rank ``dst`` in place; other ranks' ``tensor`` is unchanged."""
+    _check_out(tensor, "tensor", "reduce")
+    work = F.reduce_work(tensor, dst, op, group, async_op, group_dst)
+    if work is None:
+        return None
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
-    if pg is None:
-        return warn_not_in_group("reduce")
-    peer = _peer(pg, dst, group_dst, "dst")
-    op = check_op(op, tensor.dtype)
-    return _out(pg.backend.reduce(tensor, peer, op, async_op), async_op)
+    if pg.rank() != F.peer(pg, dst, group_dst, "dst"):
+        # torch leaves the tensor of the other ranks as it was.
+        return _finish(work, async_op, lambda _: [tensor])
+    return _finish(work, async_op, _single(tensor))
 
 
 def broadcast(
-    tensor: Array,
+    tensor: Tensor,
     src: int | None = None,
     group: ProcessGroup | None = None,
     async_op: bool = False,
     group_src: int | None = None,
-) -> Array | Work | None:
-    """Copy ``src``'s ``tensor`` to every rank (torch ``broadcast``).
+) -> Work | None:
+    """Copy ``src``'s ``tensor`` into ``tensor`` on every rank (torch ``broadcast``).
 
     Args:
-        tensor: the data on ``src``; on other ranks a template of the same shape and dtype.
+        tensor: the data on ``src``; on other ranks a tensor of the same shape and dtype,
+            overwritten with ``src``'s.
         src: global rank that sends.
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting.
+        async_op: return a :class:`Work` whose ``wait()`` completes the write.
         group_src: ``src`` as a rank of ``group`` (instead of ``src``).
 
-    Returns:
-        ``src``'s array on this rank's device.
-
     Example:
-        >>> w = dist.broadcast(w, src=0)  # doctest: +SKIP
+        >>> dist.broadcast(model.weight.data, src=0)  # doctest: +SKIP
     """
-    pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
-    if pg is None:
-        return warn_not_in_group("broadcast")
-    peer = _peer(pg, src, group_src, "src")
-    return _out(pg.backend.broadcast(tensor, peer, async_op), async_op)
+    _check_out(tensor, "tensor", "broadcast")
+    work = F.broadcast_work(tensor, src, group, async_op, group_src)
+    return _finish(work, async_op, _single(tensor))
 
 
 def all_gather(
-    tensor_list: list[Array] | None,
-    tensor: Array,
+    tensor_list: list[Tensor],
+    tensor: Tensor,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> list[Array] | Work | None:
-    """Collect every rank's ``tensor`` on every rank (torch ``all_gather``).
+) -> Work | None:
+    """Collect every rank's ``tensor`` into ``tensor_list`` on every rank (torch ``all_gather``).
 
     Args:
-        tensor_list: torch-style output list with one entry per rank (shape/dtype of
-            ``tensor``); its entries are replaced by the gathered arrays. None to only return.
+        tensor_list: one tensor per rank, each shaped like ``tensor``; entry ``r`` is
+            overwritten with rank ``r``'s tensor (entries that are jax arrays are replaced by
+            new Tensors in the list).
         tensor: this rank's contribution; same shape and dtype on every rank.
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting (the list is filled on completion).
-
-    Returns:
-        The list of arrays in rank order, on this rank's device.
+        async_op: return a :class:`Work` (the list is filled at ``wait()``).
 
     Example:
-        >>> parts = dist.all_gather(None, x)  # doctest: +SKIP
+        >>> parts = [spx.zeros(2) for _ in range(dist.get_world_size())]  # doctest: +SKIP
+        >>> dist.all_gather(parts, spx.ones(2) * dist.get_rank())  # doctest: +SKIP
     """
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
+    x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("all_gather")
-    if tensor_list is not None:
-        _check_len(tensor_list, pg, "tensor_list")
-        _check_like(tensor_list, tensor, "tensor_list")
-
-    def fill(outs: list[Array]) -> list[Array]:
-        if tensor_list is None:
-            return outs
-        tensor_list[:] = outs
-        return tensor_list
-
-    return _out(pg.backend.all_gather(tensor, async_op), async_op, fill)
-
-
-def _stacked_or_concat(big: Any, small: Any, n: int, name: str) -> bool:
-    """Whether ``big`` is ``small`` stacked n times (True) or concatenated on dim 0 (False)."""
-    shape, part = tuple(big.shape), tuple(small.shape)
-    if shape == (n, *part):
-        return True
-    if part and shape == (n * part[0], *part[1:]):
-        return False
-    concat = f" or {(n * part[0], *part[1:])}" if part else ""
-    raise ValueError(
-        f"{name} has shape {shape}; expected {(n, *part)}{concat} for {n} ranks of shape {part}"
-    )
+    if not isinstance(tensor_list, list):
+        raise TypeError(
+            f"all_gather: tensor_list must be a list of tensors (one per rank) to fill, got "
+            f"{type(tensor_list).__name__}; spx.distributed.functional.all_gather(tensor) "
+            "returns the gathered tensors instead"
+        )
+    F.check_len(tensor_list, pg, "tensor_list")
+    F.check_like(tensor_list, x, "tensor_list")
+    work = pg.backend.all_gather(x, async_op)
+    return _finish(work, async_op, lambda outs: _fill_list(tensor_list, outs))
 
 
 def all_gather_into_tensor(
-    output_tensor: Array | None,
-    input_tensor: Array,
+    output_tensor: Tensor,
+    input_tensor: Tensor,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> Array | Work | None:
-    """Gather every rank's ``input_tensor`` into one array (torch ``all_gather_into_tensor``).
+) -> Work | None:
+    """Gather every rank's ``input_tensor`` into ``output_tensor`` (torch
+    ``all_gather_into_tensor``).
 
     Args:
-        output_tensor: template: shape ``(world * n, ...)`` concatenates on dim 0, shape
-            ``(world, n, ...)`` stacks; None concatenates (stacks 0-d inputs).
+        output_tensor: shape ``(world * n, ...)`` (concatenated on dim 0) or ``(world, n,
+            ...)`` (stacked); overwritten.
         input_tensor: this rank's contribution, shape ``(n, ...)``.
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting.
-
-    Returns:
-        The gathered array on this rank's device.
+        async_op: return a :class:`Work` whose ``wait()`` completes the write.
     """
+    _check_out(output_tensor, "output_tensor", "all_gather_into_tensor")
     pg = resolve_group(group)
-    _check_tensor(input_tensor, "input_tensor")
+    x = F.array_of(input_tensor, "input_tensor")
     if pg is None:
         return warn_not_in_group("all_gather_into_tensor")
-    if output_tensor is None:
-        stack = input_tensor.ndim == 0  # scalars cannot be concatenated
-    else:
-        stack = _stacked_or_concat(output_tensor, input_tensor, pg.size(), "output_tensor")
+    out = F.array_of(output_tensor, "output_tensor")
+    stack = F.stacked_or_concat(out, x, pg.size(), "output_tensor")
     join = jnp.stack if stack else jnp.concatenate
-    return _out(pg.backend.all_gather(input_tensor, async_op), async_op, join)
+    work = pg.backend.all_gather(x, async_op)
+    return _finish(work, async_op, lambda outs: _single(output_tensor)(join(outs)))
 
 
 def reduce_scatter(
-    output: Array,
-    input_list: Sequence[Array],
+    output: Tensor,
+    input_list: Sequence[Tensor],
     op: ReduceOp = ReduceOp.SUM,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> Array | Work | None:
-    """Rank ``r`` gets the reduction over ranks of ``input_list[r]`` (torch ``reduce_scatter``).
+) -> Work | None:
+    """Rank ``r``'s ``output`` becomes the reduction over ranks of ``input_list[r]`` (torch
+    ``reduce_scatter``).
 
     Args:
-        output: template of the result (shape and dtype of each ``input_list`` entry).
-        input_list: one array per rank.
+        output: overwritten with this rank's reduced chunk (shape/dtype of each input).
+        input_list: one tensor per rank.
         op: the :class:`ReduceOp`.
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting.
-
-    Returns:
-        This rank's reduced chunk on its device.
+        async_op: return a :class:`Work` whose ``wait()`` completes the write.
     """
+    _check_out(output, "output", "reduce_scatter")
     pg = resolve_group(group)
-    _check_tensor(output, "output")
+    out = F.array_of(output, "output")
     if pg is None:
         return warn_not_in_group("reduce_scatter")
-    _check_len(input_list, pg, "input_list")
-    _check_like(input_list, output, "input_list")
-    op = check_op(op, output.dtype)
-    return _out(pg.backend.reduce_scatter(list(input_list), op, async_op), async_op)
+    F.check_len(input_list, pg, "input_list")
+    xs = F.check_like(input_list, out, "input_list")
+    work = F.reduce_scatter_work(xs, op, pg, async_op)
+    return _finish(work, async_op, _single(output))
 
 
 def reduce_scatter_tensor(
-    output: Array,
-    input: Array,
+    output: Tensor,
+    input: Tensor,
     op: ReduceOp = ReduceOp.SUM,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> Array | Work | None:
-    """:func:`reduce_scatter` with the inputs in one array, shape ``(world * n, ...)`` (chunks on
-    dim 0) or ``(world, n, ...)``; ``output`` has shape ``(n, ...)``."""
+) -> Work | None:
+    """:func:`reduce_scatter` with the inputs in one tensor, shape ``(world * n, ...)`` (chunks
+    on dim 0) or ``(world, n, ...)``; ``output`` (shape ``(n, ...)``) is overwritten."""
+    _check_out(output, "output", "reduce_scatter_tensor")
     pg = resolve_group(group)
-    _check_tensor(output, "output")
-    _check_tensor(input, "input")
+    out = F.array_of(output, "output")
+    x = F.array_of(input, "input")
     if pg is None:
         return warn_not_in_group("reduce_scatter_tensor")
     n = pg.size()
-    if input.dtype != output.dtype:
-        raise ValueError(f"input dtype {input.dtype} differs from output dtype {output.dtype}")
-    if _stacked_or_concat(input, output, n, "input"):
-        chunks = [input[i] for i in range(n)]
+    if x.dtype != out.dtype:
+        raise ValueError(f"input dtype {x.dtype} differs from output dtype {out.dtype}")
+    if F.stacked_or_concat(x, out, n, "input"):
+        chunks = [x[i] for i in range(n)]
     else:
-        k = output.shape[0]
-        chunks = [input[i * k : (i + 1) * k] for i in range(n)]
-    op = check_op(op, output.dtype)
-    return _out(pg.backend.reduce_scatter(chunks, op, async_op), async_op)
+        chunks = F.split_rows(x, n, "reduce_scatter_tensor")
+    work = F.reduce_scatter_work(chunks, op, pg, async_op)
+    return _finish(work, async_op, _single(output))
 
 
 def all_to_all(
-    output_tensor_list: list[Array] | None,
-    input_tensor_list: Sequence[Array],
+    output_tensor_list: list[Tensor],
+    input_tensor_list: Sequence[Tensor],
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> list[Array] | Work | None:
-    """Rank ``r`` sends ``input_tensor_list[j]`` to rank ``j`` and receives one array from each
-    rank, in rank order (torch ``all_to_all``).
+) -> Work | None:
+    """Rank ``r`` sends ``input_tensor_list[j]`` to rank ``j``; ``output_tensor_list[j]`` is
+    overwritten with what rank ``j`` sent (torch ``all_to_all``).
 
     Args:
-        output_tensor_list: torch-style output list (one entry per rank, each shaped like the
-            inputs); its entries are replaced by the received arrays. None to only return.
-        input_tensor_list: one array per rank, all of one shape and dtype (the same on every
+        output_tensor_list: one tensor per rank, each shaped like the inputs; filled.
+        input_tensor_list: one tensor per rank, all of one shape and dtype (the same on every
             rank).
         group: the group (default group if None).
-        async_op: return a :class:`Work` instead of waiting.
-
-    Returns:
-        The received arrays in source-rank order, on this rank's device.
-
-    Example:
-        >>> parts = dist.all_to_all(None, [x_for_0, x_for_1])  # doctest: +SKIP
+        async_op: return a :class:`Work` (the list is filled at ``wait()``).
     """
     pg = resolve_group(group)
     if pg is None:
         return warn_not_in_group("all_to_all")
-    _check_len(input_tensor_list, pg, "input_tensor_list")
-    _check_tensor(input_tensor_list[0], "input_tensor_list[0]")
-    _check_like(input_tensor_list, input_tensor_list[0], "input_tensor_list")
-    if output_tensor_list is not None:
-        _check_len(output_tensor_list, pg, "output_tensor_list")
-        _check_like(output_tensor_list, input_tensor_list[0], "output_tensor_list")
-
-    def fill(outs: list[Array]) -> list[Array]:
-        if output_tensor_list is None:
-            return outs
-        output_tensor_list[:] = outs
-        return output_tensor_list
-
-    return _out(pg.backend.all_to_all(list(input_tensor_list), async_op), async_op, fill)
+    F.check_len(input_tensor_list, pg, "input_tensor_list")
+    first = F.array_of(input_tensor_list[0], "input_tensor_list[0]")
+    xs = F.check_like(input_tensor_list, first, "input_tensor_list")
+    if not isinstance(output_tensor_list, list):
+        raise TypeError(
+            f"all_to_all: output_tensor_list must be a list of tensors to fill, got "
+            f"{type(output_tensor_list).__name__}"
+        )
+    F.check_len(output_tensor_list, pg, "output_tensor_list")
+    F.check_like(output_tensor_list, first, "output_tensor_list")
+    work = pg.backend.all_to_all(xs, async_op)
+    return _finish(work, async_op, lambda outs: _fill_list(output_tensor_list, outs))
 
 
 def all_to_all_single(
-    output: Array | None,
-    input: Array,
+    output: Tensor,
+    input: Tensor,
     output_split_sizes: Sequence[int] | None = None,
     input_split_sizes: Sequence[int] | None = None,
     group: ProcessGroup | None = None,
     async_op: bool = False,
-) -> Array | Work | None:
-    """:func:`all_to_all` on dim 0 of one array (torch ``all_to_all_single``), equal splits.
+) -> Work | None:
+    """:func:`all_to_all` on dim 0 of one tensor (torch ``all_to_all_single``), equal splits.
 
-    ``input`` has shape ``(world * n, ...)``; chunk ``j`` goes to rank ``j``, and the result
-    stacks the chunks received from ranks ``0..world-1`` in the same shape.
+    ``input`` has shape ``(world * n, ...)``; chunk ``j`` goes to rank ``j``, and ``output``
+    (same shape) is overwritten with the chunks received from ranks ``0..world-1``.
 
     Raises:
         NotImplementedError: uneven ``input_split_sizes``/``output_split_sizes``.
     """
+    _check_out(output, "output", "all_to_all_single")
     pg = resolve_group(group)
-    _check_tensor(input, "input")
+    x = F.array_of(input, "input")
     if pg is None:
         return warn_not_in_group("all_to_all_single")
     n = pg.size()
-    if input.ndim == 0 or input.shape[0] % n:
-        raise ValueError(
-            f"all_to_all_single: input has shape {tuple(input.shape)}; dim 0 must split into "
-            f"{n} equal chunks (one per rank)"
-        )
-    k = input.shape[0] // n
+    chunks = F.split_rows(x, n, "all_to_all_single")
+    k = chunks[0].shape[0]
     for name, sizes in (("input", input_split_sizes), ("output", output_split_sizes)):
         if sizes is not None and list(sizes) != [k] * n:
             raise NotImplementedError(
                 f"all_to_all_single({name}_split_sizes={list(sizes)}): only equal splits are "
                 f"supported ({[k] * n} here); pass None, or pad the chunks to one size"
             )
-    if output is not None and (tuple(output.shape) != tuple(input.shape)):
+    if tuple(output.shape) != tuple(x.shape):
         raise ValueError(
             f"all_to_all_single: output has shape {tuple(output.shape)}, expected "
-            f"{tuple(input.shape)} (the shape of input)"
+            f"{tuple(x.shape)} (the shape of input)"
         )
-    chunks = [input[i * k : (i + 1) * k] for i in range(n)]
-    return _out(pg.backend.all_to_all(chunks, async_op), async_op, jnp.concatenate)
+    work = pg.backend.all_to_all(chunks, async_op)
+    return _finish(work, async_op, lambda outs: _single(output)(jnp.concatenate(outs)))
 
 
 def gather(
-    tensor: Array,
-    gather_list: list[Array] | None = None,
+    tensor: Tensor,
+    gather_list: list[Tensor] | None = None,
     dst: int | None = None,
     group: ProcessGroup | None = None,
     async_op: bool = False,
     group_dst: int | None = None,
-) -> list[Array] | Work | None:
-    """Collect every rank's ``tensor`` on ``dst`` (global rank 0 if unset); torch ``gather``.
-
-    Returns the list (also written into ``gather_list`` if given) on ``dst``, None elsewhere.
-    ``gather_list`` must be None on other ranks, as in torch.
-    """
+) -> Work | None:
+    """Collect every rank's ``tensor`` into ``gather_list`` on ``dst`` (global rank 0 if unset);
+    torch ``gather``. ``gather_list`` (one tensor per rank, filled) is given on ``dst`` only."""
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
+    x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("gather")
-    peer = _peer(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
-    if pg.rank() != peer and gather_list:
+    p = F.peer(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
+    if pg.rank() != p and gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    if pg.rank() == peer and gather_list is not None:
-        _check_len(gather_list, pg, "gather_list")
-        _check_like(gather_list, tensor, "gather_list")
+    if pg.rank() == p:
+        if not isinstance(gather_list, list):
+            raise ValueError(
+                "Argument ``gather_list`` must be specified on destination rank (a list of one "
+                "tensor per rank to fill)"
+            )
+        F.check_len(gather_list, pg, "gather_list")
+        F.check_like(gather_list, x, "gather_list")
 
-    def fill(outs: list[Array] | None) -> list[Array] | None:
-        if outs is None or gather_list is None:
-            return outs
-        gather_list[:] = outs
-        return gather_list
+    def fill(outs: list[Any] | None) -> list[Any] | None:
+        return None if outs is None else _fill_list(gather_list, outs)
 
-    return _out(pg.backend.gather(tensor, peer, async_op), async_op, fill)
+    return _finish(pg.backend.gather(x, p, async_op), async_op, fill)
 
 
 def scatter(
-    tensor: Array,
-    scatter_list: Sequence[Array] | None = None,
+    tensor: Tensor,
+    scatter_list: Sequence[Tensor] | None = None,
     src: int | None = None,
     group: ProcessGroup | None = None,
     async_op: bool = False,
     group_src: int | None = None,
-) -> Array | Work | None:
-    """Rank ``r`` gets ``scatter_list[r]`` from ``src`` (global rank 0 if unset); torch ``scatter``.
-
-    ``tensor`` is the template (shape/dtype) of the received array; ``scatter_list`` is given on
-    ``src`` only. Returns the received array on this rank's device.
-    """
+) -> Work | None:
+    """Rank ``r``'s ``tensor`` is overwritten with ``scatter_list[r]`` from ``src`` (global rank 0
+    if unset); torch ``scatter``. ``scatter_list`` is given on ``src`` only."""
+    _check_out(tensor, "tensor", "scatter")
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
+    x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("scatter")
-    peer = _peer(pg, 0 if src is None and group_src is None else src, group_src, "src")
-    if pg.rank() == peer:
-        _check_len(scatter_list, pg, "scatter_list")
-        _check_like(scatter_list, tensor, "scatter_list")
-        items = list(scatter_list)
+    p = F.peer(pg, 0 if src is None and group_src is None else src, group_src, "src")
+    if pg.rank() == p:
+        F.check_len(scatter_list, pg, "scatter_list")
+        items = F.check_like(scatter_list, x, "scatter_list")
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     else:
         items = None
-    return _out(pg.backend.scatter(tensor, items, peer, async_op), async_op)
+    return _finish(pg.backend.scatter(x, items, p, async_op), async_op, _single(tensor))
 
 
 def barrier(
@@ -474,7 +491,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: ProcessGroup | No
     pg = resolve_group(group)
     if pg is None:
         return warn_not_in_group("all_gather_object")
-    _check_len(object_list, pg, "object_list")
+    F.check_len(object_list, pg, "object_list")
     object_list[:] = pg.backend.all_gather_object(obj)
     return None
 
@@ -490,19 +507,19 @@ def broadcast_object_list(
     pg = resolve_group(group)
     if pg is None:
         return warn_not_in_group("broadcast_object_list")
-    peer = _peer(pg, src, group_src, "src")
+    peer = F.peer(pg, src, group_src, "src")
     mine = list(object_list) if pg.rank() == peer else None
     object_list[:] = pg.backend.all_gather_object(mine)[peer]
     return None
 
 
 # --- point to point ------------------------------------------------------------------------------
-# Hot path of the pipeline runtime (one send/recv per microbatch and stage boundary): keep the
-# checks to a few attribute reads and dict lookups.
+# Hot path of user-level p2p: keep the checks to a few attribute reads and dict lookups. (The
+# pipeline runtime moves arrays through its own transport, not through these.)
 
 
 def isend(
-    tensor: Array,
+    tensor: Tensor,
     dst: int | None = None,
     group: ProcessGroup | None = None,
     tag: int = 0,
@@ -510,11 +527,12 @@ def isend(
 ) -> Work | None:
     """Send ``tensor`` to ``dst`` without waiting (torch ``isend``); sending to oneself is allowed.
 
-    Messages from one rank to another with one tag arrive in the order sent. The copy to the
-    receiver's device starts here; the returned :class:`Work` is already complete.
+    Messages from one rank to another with one tag arrive in the order sent. The value is
+    taken here (later in-place changes of ``tensor`` do not affect the message); the returned
+    :class:`Work` is already complete.
 
     Args:
-        tensor: the array to send (immutable, so it may be reused at once).
+        tensor: the tensor to send.
         dst: global rank of the receiver.
         group: the group (default group if None).
         tag: matches the receiver's ``tag``.
@@ -524,14 +542,14 @@ def isend(
         >>> work = dist.isend(x, dst=1)  # doctest: +SKIP
     """
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
+    x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("isend")
-    return pg.backend.send(tensor, _peer(pg, dst, group_dst, "dst"), tag)
+    return _ThenWork(pg.backend.send(x, F.peer(pg, dst, group_dst, "dst"), tag), lambda _: [tensor])
 
 
 def send(
-    tensor: Array,
+    tensor: Tensor,
     dst: int | None = None,
     group: ProcessGroup | None = None,
     tag: int = 0,
@@ -539,34 +557,34 @@ def send(
 ) -> None:
     """Send ``tensor`` to ``dst`` (torch ``send``); see :func:`isend`. ``dst`` may not be self."""
     pg = resolve_group(group)
-    _check_tensor(tensor, "tensor")
+    x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("send")
-    peer = _peer(pg, dst, group_dst, "dst")
-    if peer == pg.backend.rank:
+    p = F.peer(pg, dst, group_dst, "dst")
+    if p == pg.backend.rank:
         raise ValueError(
             "Invalid destination rank: destination rank should not be the same as the rank of "
             "the current process (use isend/irecv to send to oneself)."
         )
-    pg.backend.send(tensor, peer, tag).wait()
+    pg.backend.send(x, p, tag).wait()
     return None
 
 
 def irecv(
-    tensor: Any,
+    tensor: Tensor,
     src: int | None = None,
     group: ProcessGroup | None = None,
     tag: int = 0,
     group_src: int | None = None,
 ) -> Work | None:
-    """Post a receive (torch ``irecv``); ``work.wait()`` returns the received array.
+    """Post a receive into ``tensor`` (torch ``irecv``); ``work.wait()`` fills it.
 
     Receives posted for the same (src, tag) complete in the order they were posted, whatever the
     order of the ``wait`` calls.
 
     Args:
-        tensor: template: the shape and dtype expected (a ``jax.Array``, numpy array or
-            ``jax.ShapeDtypeStruct``); a mismatch raises ValueError at ``wait``.
+        tensor: the buffer: an ``spx.Tensor`` (or writable numpy array) of the shape and dtype
+            sent; overwritten at ``wait``. A mismatch raises ValueError at ``wait``.
         src: global rank of the sender, or None for any sender (matched at ``wait``; the
             sender's global rank is then ``work.source_rank``).
         group: the group (default group if None).
@@ -574,38 +592,44 @@ def irecv(
         group_src: ``src`` as a rank of ``group`` (instead of ``src``).
 
     Example:
-        >>> work = dist.irecv(jnp.zeros((8, 128)), src=0)  # doctest: +SKIP
-        >>> x = work.wait()  # doctest: +SKIP
+        >>> buf = spx.zeros(8, 128)  # doctest: +SKIP
+        >>> dist.irecv(buf, src=0).wait()  # doctest: +SKIP
     """
+    _check_out(tensor, "tensor", "irecv")
     pg = resolve_group(group)
-    if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
-        raise TypeError(
-            f"tensor must be a template array (shape and dtype), got {type(tensor).__name__}"
-        )
+    template = jax.ShapeDtypeStruct(tuple(tensor.shape), np.dtype(tensor.dtype))
     if pg is None:
         return warn_not_in_group("irecv")
-    peer = None if src is None and group_src is None else _peer(pg, src, group_src, "src")
-    return pg.backend.recv(tensor, peer, tag)
+    p = None if src is None and group_src is None else F.peer(pg, src, group_src, "src")
+    return _ThenWork(pg.backend.recv(template, p, tag), _single(tensor))
 
 
 def recv(
-    tensor: Any,
+    tensor: Tensor,
     src: int | None = None,
     group: ProcessGroup | None = None,
     tag: int = 0,
     group_src: int | None = None,
-) -> Array | None:
-    """Receive an array (torch ``recv``); see :func:`irecv` for the arguments.
+) -> int | None:
+    """Receive into ``tensor`` (torch ``recv``); see :func:`irecv` for the arguments.
 
     Returns:
-        The received array, on this rank's device (torch fills ``tensor`` and returns the
-        sender's rank instead).
+        The sender's global rank (as torch), or -1 on a rank outside ``group``.
 
     Example:
-        >>> x = dist.recv(jnp.zeros((8, 128)), src=0)  # doctest: +SKIP
+        >>> buf = spx.zeros(8, 128)  # doctest: +SKIP
+        >>> dist.recv(buf, src=0)  # doctest: +SKIP
+        0
     """
     work = irecv(tensor, src, group, tag, group_src)
-    return None if work is None else work.wait()
+    if work is None:
+        return -1
+    work.wait()
+    if src is not None:
+        return src
+    if group_src is not None:
+        return resolve_group(group).global_rank(group_src)
+    return work._inner.source_rank
 
 
 class P2POp:

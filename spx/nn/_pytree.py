@@ -13,6 +13,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from spx._tensor.graph import STATE as _ENGINE
+
 _TABLES = ("_parameters", "_buffers", "_modules")
 # TRACED_COPY marks a module unflattened from traced leaves (jax.jit(f)(model) hands ``f`` such
 # a copy); PENDING holds the buffers a foreign transform assigned on it (see spx._transforms).
@@ -54,8 +56,8 @@ def _same_value(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    if isinstance(a, jax.Array | np.ndarray):
-        return False  # arrays held as plain attributes compare by identity only
+    if isinstance(a, jax.Array | np.ndarray) or hasattr(a, "_ref"):
+        return False  # arrays and tensors held as plain attributes compare by identity only
     try:
         return bool(a == b)
     except Exception:
@@ -85,9 +87,17 @@ def _delivered(d: dict) -> None:
         pending.delivered = True
 
 
+def _own(d: dict) -> None:
+    # The module's tensors go to JAX as the model's leaves (see Tensor's pytree flatten).
+    owned = _ENGINE.owned
+    for table in ("_parameters", "_buffers"):
+        owned.update(id(t) for t in d[table].values() if t is not None)
+
+
 def flatten(m: Any) -> tuple[list[Any], tuple]:
     d = m.__dict__
     _delivered(d)
+    _own(d)
     children = [*d["_parameters"].values(), *d["_buffers"].values(), *d["_modules"].values()]
     return children, aux_data(m)
 
@@ -95,6 +105,7 @@ def flatten(m: Any) -> tuple[list[Any], tuple]:
 def flatten_with_keys(m: Any) -> tuple[list[tuple[Any, Any]], tuple]:
     d = m.__dict__
     _delivered(d)
+    _own(d)
     keyed = [
         (jax.tree_util.GetAttrKey(n), v)
         for table in ("_parameters", "_buffers", "_modules")

@@ -3,8 +3,8 @@
 Two forms of every random initializer:
 
 * **in place**, torch's names with a trailing underscore (``kaiming_uniform_(param, a=...)``):
-  takes a :class:`spx.nn.Parameter` (anything with a writable ``.data`` holding a jax array),
-  writes a new array of the same shape and dtype into ``param.data`` and returns ``param`` —
+  takes an :class:`spx.Tensor` (a :class:`spx.nn.Parameter`), writes new values of the same
+  shape and dtype into it in place (under ``no_grad``) and returns it —
   torch's contract, so ``reset_parameters`` code ports unchanged. A bare ``jax.Array`` cannot be
   written in place, so it is rejected with a TypeError pointing at the alternatives.
 * **out of place**, the same name without the underscore and a shape instead of a tensor
@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
 
 Array = jax.Array
 Shape = int | Sequence[int]
@@ -329,8 +331,8 @@ _OUT_OF_PLACE = {
 }
 
 
-def _target(tensor: Any, fn: str) -> Array:
-    """The current array of a Parameter-like ``tensor``, validated for an in-place write."""
+def _target(tensor: Any, fn: str) -> Tensor:
+    """``tensor`` validated for an in-place write (its shape and dtype need no computation)."""
     if isinstance(tensor, jax.Array | np.ndarray):
         kind = "jax.Array" if isinstance(tensor, jax.Array) else "numpy array"
         out_of_place = _OUT_OF_PLACE.get(fn, f"init.{fn}(w.shape, ...)")
@@ -340,22 +342,23 @@ def _target(tensor: Any, fn: str) -> Array:
             f"    w = spx.nn.Parameter(w); init.{fn}_(w)\n"
             f"    w = {out_of_place}"
         )
-    data = getattr(tensor, "data", None)
-    if not isinstance(data, jax.Array):
+    if not isinstance(tensor, Tensor):
         raise TypeError(
-            f"init.{fn}_ expects a spx.nn.Parameter (an object whose .data is a jax.Array), "
-            f"got {type(tensor).__name__}"
+            f"init.{fn}_ expects an spx.Tensor or nn.Parameter to fill in place, got "
+            f"{type(tensor).__name__}"
         )
-    return data
+    return tensor
 
 
 def _fill(tensor: Any, fn: str, make: Callable[[tuple[int, ...], Any], Array]) -> Any:
     data = _target(tensor, fn)
-    if data.size == 0:
+    if data.numel() == 0:
         if fn.startswith(("kaiming", "xavier")):  # the ones torch warns about
             warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
         return tensor
-    tensor.data = make(data.shape, data.dtype)
+    # In place and without autograd, as torch's init functions (views write through).
+    with no_grad():
+        tensor.copy_(make(tuple(data.shape), data.dtype))
     return tensor
 
 
@@ -439,7 +442,7 @@ def eye_(tensor: Any) -> Any:
         >>> init.eye_(spx.nn.Parameter(jnp.empty((3, 5))))
     """
     if _target(tensor, "eye").ndim != 2:
-        raise ValueError(f"eye_: only 2-D tensors are supported, got shape {tensor.data.shape}")
+        raise ValueError(f"eye_: only 2-D tensors are supported, got shape {tuple(tensor.shape)}")
     return _fill(tensor, "eye", lambda s, d: jnp.eye(s[0], s[1], dtype=d))
 
 
@@ -457,7 +460,9 @@ def dirac_(tensor: Any, groups: int = 1) -> Any:
     """
     data = _target(tensor, "dirac")
     if data.ndim not in (3, 4, 5):
-        raise ValueError(f"dirac_: only 3-, 4- and 5-D tensors are supported, got {data.shape}")
+        raise ValueError(
+            f"dirac_: only 3-, 4- and 5-D tensors are supported, got {tuple(data.shape)}"
+        )
     if data.shape[0] % groups:
         raise ValueError(f"dirac_: dim 0 ({data.shape[0]}) must be divisible by groups {groups}")
     out_per_group = data.shape[0] // groups
@@ -466,7 +471,8 @@ def dirac_(tensor: Any, groups: int = 1) -> Any:
     for g in range(groups):
         for d in range(min(out_per_group, data.shape[1])):
             w[(g * out_per_group + d, d, *centre)] = 1
-    tensor.data = jnp.asarray(w, data.dtype)
+    with no_grad():  # in place, as torch's dirac_
+        tensor.copy_(jnp.asarray(w, data.dtype))
     return tensor
 
 
@@ -546,7 +552,8 @@ def orthogonal_(tensor: Any, gain: float = 1.0, generator: Any = None) -> Any:
     """
     if _target(tensor, "orthogonal").ndim < 2:
         raise ValueError(
-            f"orthogonal_: only tensors with 2 or more dims are supported, got {tensor.data.shape}"
+            f"orthogonal_: only tensors with 2 or more dims are supported, got "
+            f"{tuple(tensor.shape)}"
         )
     return _fill(
         tensor, "orthogonal", lambda s, d: orthogonal(s, gain, dtype=d, generator=generator)

@@ -16,9 +16,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.core import trace_state_clean
 
 from spx import _transforms
-from spx._host import device_array
+from spx._tensor.graph import STATE as _ENGINE
+from spx._tensor.tensor import Tensor
 from spx.nn import _pytree, _structure
 from spx.nn._state_overlay import StateDictOverlay
 from spx.nn.parameter import Parameter, _as_array
@@ -60,7 +62,7 @@ class Module:
 
     training: bool
     _parameters: dict[str, Parameter | None]
-    _buffers: dict[str, jax.Array | None]
+    _buffers: dict[str, Tensor | None]
     _modules: dict[str, Module | None]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -88,7 +90,10 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if _ENGINE.binding or trace_state_clean():
+            return self.forward(*args, **kwargs)
+        # Under a plain jax.jit/grad: keep tracers out of the module's state (spx._transforms).
+        return _transforms.foreign_call(self, args, kwargs)
 
     # -- registration ------------------------------------------------------------------------
     def _require_init(self, what: str) -> None:
@@ -131,16 +136,15 @@ class Module:
             _structure.bump()
         elif params is not None and name in d["_buffers"]:
             buffers = d["_buffers"]
-            if value is not None and not isinstance(value, jax.Array | np.ndarray):
+            if value is not None and not isinstance(value, Tensor | jax.Array | np.ndarray):
                 raise TypeError(
                     f"cannot assign {type(value).__name__} as buffer '{name}' "
-                    "(jax.Array, numpy.ndarray or None expected)"
+                    "(spx.Tensor, jax.Array, numpy.ndarray or None expected)"
                 )
             _transforms.check_buffer(self, name, value)
             if (value is None) != (buffers[name] is None):
                 _structure.bump()
-            # numpy memory is mutable and must not back an immutable buffer: a host copy.
-            buffers[name] = device_array(value) if isinstance(value, np.ndarray) else value
+            buffers[name] = _as_buffer(value)
         else:
             # Plain attributes may steer forward (flags, sizes): they are static structure.
             object.__setattr__(self, name, value)
@@ -208,8 +212,8 @@ class Module:
         _check_name("buffer", name)
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None:
-            tensor = _as_array(tensor, f"buffer '{name}'")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            tensor = Tensor._of(_as_array(tensor, f"buffer '{name}'"))
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
         if persistent:
@@ -296,10 +300,10 @@ class Module:
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
-    ) -> Iterator[tuple[str, jax.Array]]:
+    ) -> Iterator[tuple[str, Tensor]]:
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
-    def buffers(self, recurse: bool = True) -> Iterator[jax.Array]:
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -325,7 +329,7 @@ class Module:
             raise AttributeError(f"{type(mod).__name__} has no parameter {name!r} ({target!r})")
         return p
 
-    def get_buffer(self, target: str) -> jax.Array:
+    def get_buffer(self, target: str) -> Tensor:
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if mod._buffers.get(name) is None:
@@ -354,10 +358,13 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset ``.grad`` of every parameter to None (or to zeros)."""
+        """Reset ``.grad`` of every parameter to None (or to zeros, in place)."""
         for p in self.parameters():
-            if p.grad is not None:
-                p.grad = None if set_to_none else jnp.zeros_like(p.grad)
+            if p._grad is not None:
+                if set_to_none:
+                    p._grad = None
+                else:
+                    p._grad.detach_().zero_()
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         for p in self.parameters():
@@ -366,15 +373,17 @@ class Module:
         return self
 
     def _map_arrays(self, fn: Callable[[jax.Array], jax.Array]) -> Module:
+        # torch's Module._apply: each parameter keeps its identity (optimizers hold it) and
+        # gets a new value, as ``param.data = fn(param.data)`` does.
         for m in self.modules():
             for p in m._parameters.values():
                 if p is not None and not p.is_uninitialized:
-                    p.data = fn(p.data)
-                    if p.grad is not None:
-                        p.grad = fn(p.grad)
-            for name, b in m._buffers.items():
+                    p.data = fn(p._data)
+                    if p._grad is not None:
+                        p._grad = Tensor._of(fn(p._grad._data))
+            for b in m._buffers.values():
                 if b is not None:
-                    m._buffers[name] = fn(b)
+                    b.data = fn(b._data)
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
@@ -430,17 +439,18 @@ class Module:
     ) -> OrderedDict[str, Any]:
         """Parameters then persistent buffers of each module, children as ``"name."``.
 
-        Returns arrays (``keep_vars=True``: the Parameter objects), keyed as torch keys them.
-        A lazy parameter that has no value yet appears as its ``UninitializedParameter``, as
-        in torch.
+        As in torch, the values are detached tensors that share storage with the parameters
+        and buffers: they show the current values after later (in-place or compiled) updates;
+        ``keep_vars=True`` returns the Parameter objects themselves. A lazy parameter that has
+        no value yet appears as its ``UninitializedParameter``.
         """
         out: OrderedDict[str, Any] = OrderedDict() if destination is None else destination
         for name, p in self._parameters.items():
             if p is not None:
-                out[prefix + name] = p if keep_vars or p.is_uninitialized else p.data
+                out[prefix + name] = p if keep_vars or p.is_uninitialized else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers:
-                out[prefix + name] = b
+                out[prefix + name] = b if keep_vars else b.detach()
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=out, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
@@ -487,8 +497,8 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
-            if isinstance(value, Parameter):
-                value = value.data
+            if isinstance(value, Tensor):
+                value = value._data
             if not isinstance(value, jax.Array | np.ndarray | np.generic):
                 errors.append(
                     f'While copying the parameter named "{key}", expected an array from '
@@ -520,12 +530,13 @@ class Module:
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                 + "\n\t".join(errors)
             )
-        for key, current, array in writes:
-            if isinstance(current, Parameter):
-                current.data = array
+        for _key, current, array in writes:
+            # In place, as torch's ``param.copy_(input)``: the objects (and aliases taken by
+            # an earlier state_dict()) stay, their values change.
+            if isinstance(current, Parameter) and current.is_uninitialized:
+                current.materialize(array)
             else:
-                module_path, _, name = key.rpartition(".")
-                self.get_submodule(module_path)._buffers[name] = array
+                current._data = array
         return _IncompatibleKeys(missing, unexpected)
 
     def _required_parameter(self, name: str) -> Parameter:
@@ -610,10 +621,19 @@ def _unexpected_keys(module: Module, keys: list[str], prefix: str) -> list[str]:
     return found
 
 
+def _as_buffer(value: Any) -> Tensor | None:
+    """A buffer value as a Tensor (numpy memory is mutable: host-copied)."""
+    if value is None or isinstance(value, Tensor):
+        return value
+    return Tensor._of(_as_array(value, "buffer"))
+
+
 def _converted(value: Any, dtype: Any, like: Any) -> jax.Array:
     # A checkpoint's numpy array (e.g. torch's ``t.numpy()``) can be written afterwards.
-    array = device_array(value, dtype=dtype)
-    old = like.data if isinstance(like, Parameter) else like
+    array = _as_array(value, "state_dict value")
+    if dtype is not None:
+        array = array.astype(dtype)
+    old = None if like is None else like._data
     devices = getattr(old, "devices", None)
     if devices is not None:
         found = devices()

@@ -33,7 +33,7 @@ class Adagrad(Optimizer):
     that overrides it.
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         lr_decay: learning-rate decay per step.
         weight_decay: L2 penalty added to the gradient.
@@ -84,7 +84,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if not p.is_uninitialized:  # a lazy parameter gets its state on its first step
-                    self.state[p] = self._init_state(p.data, group)
+                    self.state[p] = self._init_state(p._data, group)
 
     def _check_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]

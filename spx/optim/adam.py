@@ -57,7 +57,7 @@ class Adam(Optimizer):
     ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         betas: decay rates ``(beta1, beta2)`` of the first and second moment.
         eps: added to the denominator.

@@ -22,7 +22,7 @@ class AdamW(Adam):
     ``decoupled_weight_decay=True``.
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         betas: decay rates ``(beta1, beta2)`` of the first and second moment.
         eps: added to the denominator.

@@ -1,7 +1,7 @@
 """``Optimizer``: torch's optimizer contract over pure, compiled update rules.
 
 The object keeps torch's shape — ``param_groups`` (a list of dicts holding ``params`` and the
-hyperparameters), ``state`` (a dict keyed by Parameter, torch's state names), ``zero_grad``,
+hyperparameters), ``state`` (a dict keyed by parameter tensor, torch's state names), ``zero_grad``,
 ``step``, ``state_dict`` / ``load_state_dict`` in torch's layout — while the arithmetic is a pure
 function of arrays that a subclass provides (:meth:`Optimizer._update`). ``step()`` runs that
 function as one ``jax.jit`` program per param group, with numeric hyperparameters passed as
@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx._host import device_array
+from spx._tensor.tensor import Tensor
 from spx.compile import sharing
 from spx.nn import _structure
-from spx.nn.parameter import Parameter
 from spx.optim import _state_check
 
 
@@ -67,7 +67,9 @@ class Optimizer:
     Subclasses pass their ``defaults`` and implement :meth:`_init_state` and :meth:`_update`.
 
     Args:
-        params: an iterable of Parameters, or of dicts ``{"params": [...], **overrides}``.
+        params: an iterable of leaf Tensors (Parameters, or tensors made with
+            ``requires_grad=True``), or of dicts ``{"params": [...], **overrides}``. A tensor
+            computed from others (not a leaf) is rejected with ``ValueError``, as in torch.
         defaults: default hyperparameters of every group.
 
     Example:
@@ -85,9 +87,9 @@ class Optimizer:
         self.defaults = defaults
         # torch's state is a defaultdict(dict): torch-style step() code reads self.state[p]
         # for a parameter that has no state yet and fills the empty dict it gets.
-        self.state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
-        if isinstance(params, Parameter | jax.Array | np.ndarray):
+        if isinstance(params, Tensor | jax.Array | np.ndarray):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Parameters or "
                 f"dicts, but got {type(params).__name__}; pass model.parameters() or [param]"
@@ -120,7 +122,7 @@ class Optimizer:
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         group = dict(param_group)
         params = group.get("params")
-        if isinstance(params, Parameter):
+        if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
             raise TypeError(
@@ -141,11 +143,17 @@ class Optimizer:
             params = [p[1] for p in params]
             group["param_names"] = names
         for p in params:
-            if not isinstance(p, Parameter):
+            if not isinstance(p, Tensor):
                 raise TypeError(
-                    f"optimizer can only optimize spx.nn.Parameter objects, but one of the "
-                    f"params is {type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and "
-                    f"keep the Parameter to read the updated value"
+                    f"optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}; wrap arrays with spx.nn.Parameter(x) and keep the "
+                    f"Parameter to read the updated value"
+                )
+            # A lazy parameter (nn.LazyLinear) has no value to ask about yet; it is a leaf.
+            if not getattr(p, "is_uninitialized", False) and not p.is_leaf:
+                raise ValueError(
+                    "can't optimize a non-leaf Tensor: optimize the leaf it was computed from, "
+                    "or detach it: p = t.detach().requires_grad_()"
                 )
         group["params"] = params
         for name, default in self.defaults.items():
@@ -177,16 +185,19 @@ class Optimizer:
         if _is_dynamic(lr) and not isinstance(lr, jax.Array) and lr < 0:
             raise ValueError(f"Invalid learning rate: {lr}")
 
-    def _all_params(self) -> list[Parameter]:
+    def _all_params(self) -> list[Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
 
     # -- gradients ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset the ``.grad`` of every parameter to None (or zeros)."""
+        """Reset the ``.grad`` of every parameter to None (or to zeros, in place)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
-                    p.grad = None if set_to_none else jnp.zeros_like(p.grad)
+                if p._grad is not None:
+                    if set_to_none:
+                        p._grad = None
+                    else:
+                        p._grad.detach_().zero_()
 
     # -- the update --------------------------------------------------------------------------
     def _init_state(self, param: jax.Array, group: dict[str, Any]) -> dict[str, jax.Array]:
@@ -282,19 +293,20 @@ class Optimizer:
         loss = closure() if closure is not None else None
         tracing = False
         for group in self.param_groups:
-            active = [p for p in group["params"] if p.grad is not None]
+            active = [p for p in group["params"] if p._grad is not None]
             if not active:
                 continue
             states, fresh = [], 0
             for p in active:
                 state = self.state.get(p)
                 if not state:  # none yet, or the empty dict a self.state[p] read created
-                    state = self._init_state(p.data, group)
-                    if not isinstance(p.data, jax.core.Tracer) and p.data.committed:
+                    data = p._data
+                    state = self._init_state(data, group)
+                    if not isinstance(data, jax.core.Tracer) and data.committed:
                         # Commit the new state to the parameter's device, as the parameter is:
                         # uncommitted zeros would make the jitted update compile again on the
                         # next step (the outputs come back committed).
-                        state = jax.device_put(state, p.data.sharding)
+                        state = jax.device_put(state, data.sharding)
                     self.state[p] = state
                     fresh += 1
                 states.append(state)
@@ -304,8 +316,8 @@ class Optimizer:
                     state["step"] = states[0]["step"]
             static, dynamic = self._static_and_dynamic(group)
             static += (("_lockstep", _lockstep(states)),)
-            datas = [p.data for p in active]
-            grads = [p.grad for p in active]
+            datas = [p._data for p in active]
+            grads = [p._grad._data for p in active]
             if any(isinstance(x, jax.core.Tracer) for x in (*datas, *grads)):
                 tracing = True
             if tracing:
@@ -319,12 +331,12 @@ class Optimizer:
                 new, new_states = fn(datas, grads, sharing.strip(states, in_shared), dynamic)
                 sharing.restore(new_states, record["out_shared"])
             for p, value, state in zip(active, new, new_states, strict=True):
-                p.data = value
+                p._data = value  # in place: aliases (state_dict() values) see the update
                 self.state[p] = state
         return loss
 
     def _unshared(
-        self, group: dict[str, Any], active: list[Parameter], states: list[dict[str, Any]]
+        self, group: dict[str, Any], active: list[Tensor], states: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """``states`` with copies of the arrays they share with the group's resting params.
 
@@ -352,9 +364,9 @@ class Optimizer:
             packed = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        # Copies: step() donates the state buffers, which would delete arrays handed out here.
-        # Parameters without state (SGD without momentum) have no entry, as in torch. jax
-        # returns dicts sorted by key; _state_keys restores torch's order of the entries.
+        # Copies, as Tensors: step() donates the state buffers, which would delete arrays
+        # handed out here. Parameters without state (SGD without momentum) have no entry, as
+        # in torch. jax returns dicts sorted by key; _state_keys restores torch's order.
         order = {k: i for i, k in enumerate(self._state_keys)}
         state = {
             index[id(p)]: {
@@ -405,7 +417,7 @@ class Optimizer:
                 )
             loaded[param] = (int(key), names.get(int(key)), value)
         _state_check.check_state(self, loaded, merged)
-        new_state: defaultdict[Parameter, dict[str, Any]] = defaultdict(dict)
+        new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         for param, (_, _, value) in loaded.items():
             # Copies: the caller keeps its arrays (host memory may change later), and step()
             # donates ours.
@@ -429,7 +441,7 @@ class Optimizer:
                     state["step"] = steps[0]
         _structure.bump()
 
-    def _state_spec(self, param: Parameter, group: dict[str, Any]) -> _state_check.StateSpec | None:
+    def _state_spec(self, param: Tensor, group: dict[str, Any]) -> _state_check.StateSpec | None:
         """What a stepped parameter's state holds, for checking a loaded state dict.
 
         By default the entries :meth:`_init_state` creates are required and the other names
@@ -447,11 +459,11 @@ class Optimizer:
         }
         return _state_check.StateSpec(required, optional)
 
-    def _state_dtype(self, key: str, value: Any, param: Parameter) -> Any:
+    def _state_dtype(self, key: str, value: Any, param: Tensor) -> Any:
         if key == "step":
             return jnp.float32
         arr = np.asarray(value)
-        if np.issubdtype(arr.dtype, np.floating) and not param.is_uninitialized:
+        if np.issubdtype(arr.dtype, np.floating) and not getattr(param, "is_uninitialized", False):
             return param.dtype
         return None
 
@@ -469,10 +481,17 @@ def _lockstep(states: list[dict[str, Any]]) -> bool:
 
 def _owned(value: Any, dtype: Any) -> jax.Array:
     """A copy the optimizer owns (its step() donates state buffers)."""
+    if isinstance(value, Tensor):
+        value = value._data
     if isinstance(value, jax.Array):
         return jnp.array(value, dtype=dtype, copy=True)
     return device_array(value, dtype=dtype)
 
 
 def _copy_array(value: Any) -> Any:
-    return jnp.array(value, copy=True) if isinstance(value, jax.Array) else copy.deepcopy(value)
+    """A state entry as ``state_dict()`` hands it out: a Tensor over a copy, like torch's."""
+    if isinstance(value, Tensor):
+        value = value._data
+    if isinstance(value, jax.Array):
+        return Tensor._of(jnp.array(value, copy=True))
+    return copy.deepcopy(value)

@@ -35,7 +35,7 @@ class RMSprop(Optimizer):
     ``momentum_buffer`` (when ``momentum > 0``) and ``grad_avg`` (when ``centered``).
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         alpha: smoothing constant of the squared-gradient average.
         eps: added to the denominator.

@@ -35,7 +35,7 @@ class SGD(Optimizer):
     is empty, as in torch.
 
     Args:
-        params: Parameters, or dicts ``{"params": [...], **hyperparameter overrides}``.
+        params: leaf Tensors (Parameters), or dicts ``{"params": [...], **overrides}``.
         lr: learning rate.
         momentum: momentum factor.
         dampening: dampening of the gradient added to the momentum buffer.

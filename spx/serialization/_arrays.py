@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from spx import _context
+from spx._tensor.tensor import Tensor
 from spx.nn.parameter import Parameter
 
 # dtype names (numpy / ml_dtypes spelling) the safetensors writer accepts.
@@ -51,7 +52,7 @@ def to_host(key: str, value: Any) -> np.ndarray:
 
     Args:
         key: the entry's name (named in every error).
-        value: a ``jax.Array``, ``numpy.ndarray``/scalar or ``spx.nn.Parameter``.
+        value: an ``spx.Tensor`` (a Parameter too), ``jax.Array`` or ``numpy.ndarray``/scalar.
 
     Returns:
         A numpy array safe to hand to the safetensors writer.
@@ -61,13 +62,13 @@ def to_host(key: str, value: Any) -> np.ndarray:
             inside a compiled function, or has a dtype safetensors cannot store.
         ValueError: a sharded ``jax.Array`` that this process cannot see whole.
     """
-    if isinstance(value, Parameter):
-        if value.is_uninitialized:
+    if isinstance(value, Tensor):
+        if isinstance(value, Parameter) and value.is_uninitialized:
             raise TypeError(
                 f"cannot save {key!r}: it is an uninitialized (lazy) parameter with no value "
                 "yet; run one forward pass (model(example_input)) before saving"
             )
-        value = value.data
+        value = value._data
     if isinstance(value, jax.core.Tracer):
         raise TypeError(
             f"cannot save {key!r}: it is a traced value inside jax.jit/grad/spx.compile; save "
@@ -98,7 +99,7 @@ def to_host(key: str, value: Any) -> np.ndarray:
         elif isinstance(value, int | float | bool | list | tuple):
             hint = "; wrap Python values as arrays first, e.g. np.asarray(value)"
         raise TypeError(
-            f"cannot save {key!r}: expected a jax.Array, numpy.ndarray or spx.nn.Parameter, "
+            f"cannot save {key!r}: expected an spx.Tensor, jax.Array or numpy.ndarray, "
             f"got {_describe(value)}{hint}"
         )
     if array.dtype.name not in SAVABLE_DTYPES:
@@ -184,8 +185,8 @@ def resolve_device(device: Any) -> jax.Device | None:
     return to_device(device)
 
 
-def to_device(array: np.ndarray, device: jax.Device | None) -> jax.Array:
-    """Move a host array to ``device`` with JAX's dtype rules.
+def to_device(array: np.ndarray, device: jax.Device | None) -> Tensor:
+    """Move a host array to ``device`` as a Tensor, with JAX's dtype rules.
 
     64-bit dtypes become 32-bit unless ``jax_enable_x64`` is on, as for every JAX array; the
     cast happens here on the host so JAX does not warn once per tensor.
@@ -195,9 +196,9 @@ def to_device(array: np.ndarray, device: jax.Device | None) -> jax.Array:
         device: target device, or ``None`` for the default one.
 
     Returns:
-        The array on the device.
+        The tensor on the device.
     """
     dtype = jax.dtypes.canonicalize_dtype(array.dtype)
     if dtype != array.dtype:
         array = array.astype(dtype)
-    return jax.device_put(array, device)
+    return Tensor._of(jax.device_put(array, device))

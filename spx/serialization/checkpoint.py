@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
+from spx._tensor.tensor import Tensor
 from spx.serialization._arrays import resolve_device, to_device
 from spx.serialization._file import SafetensorsFile, few, pickle_kind
 from spx.serialization._leftovers import remove_dead_temps
@@ -62,11 +62,11 @@ def _resolve(path: Path) -> tuple[str, Path]:
     )
 
 
-class Checkpoint(Mapping[str, jax.Array]):
+class Checkpoint(Mapping[str, Tensor]):
     """A read-only mapping of tensor names to arrays, read from disk on access.
 
     Build it with :func:`open_checkpoint`. ``keys()``, ``len`` and ``in`` use headers only;
-    ``ckpt[key]`` reads that one tensor and returns it as a ``jax.Array``; :meth:`numpy` returns
+    ``ckpt[key]`` reads that one tensor and returns it as an ``spx.Tensor``; :meth:`numpy` returns
     the host copy. Close it (or use ``with``) to release the files.
 
     Attributes:
@@ -93,7 +93,7 @@ class Checkpoint(Mapping[str, jax.Array]):
             self.metadata = single.metadata()
 
     # -- mapping -----------------------------------------------------------------------------
-    def __getitem__(self, key: str) -> jax.Array:
+    def __getitem__(self, key: str) -> Tensor:
         return to_device(self.numpy(key), self._device)
 
     def __iter__(self) -> Iterator[str]:

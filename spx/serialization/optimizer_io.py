@@ -1,11 +1,12 @@
 """Optimizer checkpoints: ``Optimizer.state_dict()`` in one safetensors file, no pickle.
 
-Arrays (``exp_avg``, ``step``, a tensor ``lr`` ...) become tensors named by their place in
-the state dict — ``state.3.exp_avg``, ``param_groups.0.lr`` — and everything else (the
+Tensors and arrays (``exp_avg``, ``step``, a tensor ``lr`` ...) become tensors named by their
+place in the state dict — ``state.3.exp_avg``, ``param_groups.0.lr`` — and everything else (the
 ``param_groups`` hyperparameters, non-array state) is JSON in the header's metadata under
 ``"spx.optimizer"``, with the arrays referenced by name. JSON has no tuples, no NaN and no
 int keys, so those are tagged and restored: ``betas`` comes back a ``tuple``, state indices
-``int``, ``eps=nan`` a float — ``load_optimizer(p)`` equals what ``save_optimizer`` was given.
+``int``, ``eps=nan`` a float — ``load_optimizer(p)`` equals what ``save_optimizer`` was given,
+arrays coming back as ``spx.Tensor`` (what ``Optimizer.state_dict()`` holds, as in torch).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import jax
 import numpy as np
 
 from spx import _validate
-from spx.nn.parameter import Parameter
+from spx._tensor.tensor import Tensor
 from spx.serialization._arrays import check_metadata, resolve_device, to_device, to_host
 from spx.serialization._atomic import AtomicWriter
 from spx.serialization._file import SafetensorsFile, write_file
@@ -33,7 +34,7 @@ _TAGS = (_TENSOR, _TUPLE, _FLOAT)
 
 def _encode(value: Any, where: str, tensors: dict[str, np.ndarray]) -> Any:
     """JSON-able form of ``value``; arrays go to ``tensors`` under the name ``where``."""
-    if isinstance(value, Parameter | jax.Array | np.ndarray | np.generic):
+    if isinstance(value, Tensor | jax.Array | np.ndarray | np.generic):
         if where in tensors:
             raise ValueError(
                 f"two entries of the optimizer state dict both map to the tensor name {where!r}; "
@@ -162,7 +163,7 @@ def load_optimizer(path: str | os.PathLike[str], device: Any = None) -> dict[str
             default device).
 
     Returns:
-        ``{'state': {int: {name: value}}, 'param_groups': [...]}``, arrays as ``jax.Array``.
+        ``{'state': {int: {name: value}}, 'param_groups': [...]}``, arrays as ``spx.Tensor``.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -173,7 +174,7 @@ def load_optimizer(path: str | os.PathLike[str], device: Any = None) -> dict[str
         >>> p = os.path.join(tempfile.mkdtemp(), "optim.safetensors")
         >>> save_optimizer({"state": {0: {"step": jnp.asarray(3.0)}}, "param_groups": []}, p)
         >>> load_optimizer(p)["state"][0]["step"]
-        Array(3., dtype=float32)
+        tensor(3.)
     """
     target = resolve_device(device)
     with SafetensorsFile(path) as f:

@@ -128,7 +128,7 @@ def save_sharded(
     Shards of earlier saves with the same prefix are deleted once the new index is in place.
 
     Args:
-        state_dict: flat ``dict[str, array]`` (``jax.Array``, numpy, ``Parameter``).
+        state_dict: flat ``dict[str, array]`` (``spx.Tensor``, ``jax.Array``, numpy).
         directory: the checkpoint directory.
         max_shard_size: shard size limit, bytes or a string such as ``"5GB"``/``"500MiB"``; a
             single tensor larger than the limit gets its own shard.

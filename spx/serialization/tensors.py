@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from spx._tensor.tensor import Tensor
 from spx.serialization._arrays import check_key, check_metadata, to_host
 from spx.serialization._atomic import AtomicWriter
 from spx.serialization._file import write_file
@@ -37,12 +38,13 @@ def save(
 ) -> None:
     """Save a flat dict of arrays to one ``.safetensors`` file, atomically.
 
-    dtypes are kept exactly (bf16 and float8 included); arrays may be ``jax.Array``, numpy or
-    ``spx.nn.Parameter``. Entries that share memory (tied weights) are stored as separate
-    copies. The file is written to a temp file beside ``path``, fsynced, then renamed over
-    ``path``: on any failure the previous file is untouched and the temp file removed. The
-    header's metadata gets ``"format": "pt"`` unless given, because spx arrays have torch's
-    layout and ``transformers`` refuses files without it.
+    dtypes are kept exactly (bf16 and float8 included); values may be ``spx.Tensor`` (a
+    Parameter, a ``state_dict()`` alias: its current value is saved), ``jax.Array`` or numpy.
+    Entries that share memory (tied weights) are stored as separate copies. The file is
+    written to a temp file beside ``path``, fsynced, then renamed over ``path``: on any failure
+    the previous file is untouched and the temp file removed. The header's metadata gets
+    ``"format": "pt"`` unless given, because spx arrays have torch's layout and
+    ``transformers`` refuses files without it.
 
     Mirrors ``torch.save(model.state_dict(), path)`` / ``safetensors.torch.save_file``.
 
@@ -103,7 +105,7 @@ def load(
     *,
     map_location: Any = None,
     weights_only: bool = True,
-) -> dict[str, jax.Array]:
+) -> dict[str, Tensor]:
     """Load arrays from a ``.safetensors`` file or a sharded checkpoint directory.
 
     Only the requested tensors are read; for a sharded checkpoint only the shards that hold
@@ -122,7 +124,8 @@ def load(
         weights_only: accepted for torch compatibility; safetensors only ever holds weights.
 
     Returns:
-        ``dict[str, jax.Array]`` in file order (or ``keys`` order).
+        ``dict[str, spx.Tensor]`` in file order (or ``keys`` order), as ``torch.load`` returns
+        tensors.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -134,7 +137,7 @@ def load(
         >>> p = os.path.join(tempfile.mkdtemp(), "m.safetensors")
         >>> save({"a": jnp.zeros(2), "b": jnp.ones(3)}, p)
         >>> load(p, keys=["b"])
-        {'b': Array([1., 1., 1.], dtype=float32)}
+        {'b': tensor([1., 1., 1.])}
     """
     del weights_only  # nothing but arrays can come out of a safetensors file
     path = _check_path(path, "load")

@@ -24,6 +24,35 @@ def _pair(seed=0):
     return t, s
 
 
+class _TorchMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x)))
+
+
+class _FunctionalMLP(nn.Module):
+    """_TorchMLP with the layers applied through nn.functional, so the torch-flow checks of
+    spx.compile below exercise autograd, compile and the optimizer, not the layer classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = F.gelu(F.linear(x, self.fc1.weight, self.fc1.bias))
+        return F.linear(h, self.fc2.weight, self.fc2.bias)
+
+
+def _functional_pair(seed=0):
+    torch.manual_seed(seed)
+    t, s = _TorchMLP(), _FunctionalMLP()
+    copy_torch_weights(t, s)
+    return t, s
+
+
 def _batches(n, seed=0):
     rng = np.random.default_rng(seed)
     return [
@@ -170,7 +199,7 @@ def test_lazy_linear_materializes_under_compile():
     for _ in range(3):
         step(model, opt, jnp.ones((2, 5)))
     assert model[0].weight is w and w.shape == (3, 5) and not w.is_uninitialized
-    assert isinstance(w.data, jax.Array)
+    assert isinstance(w.data, spx.Tensor) and not isinstance(w._data, jax.core.Tracer)
 
 
 def test_returning_a_module_is_a_clear_error():
@@ -178,8 +207,8 @@ def test_returning_a_module_is_a_clear_error():
     with pytest.raises(TypeError, match="return arrays"):
         spx.compile(lambda m: m)(s)
     # The failed trace left real arrays behind, not tracers.
-    assert isinstance(s[0].weight.data, jax.Array)
-    assert not isinstance(s[0].weight.data, jax.core.Tracer)
+    assert isinstance(s[0].weight._data, jax.Array)
+    assert not isinstance(s[0].weight._data, jax.core.Tracer)
 
 
 def test_unhashable_static_argument_is_a_clear_error():
@@ -329,10 +358,104 @@ def test_state_the_user_replaces_or_shares_between_calls_still_steps_correctly()
 def test_without_donation_old_arrays_stay_readable_and_numbers_match():
     t, s, topt, sopt = _adamw_pair()
     step = spx.compile(_train_step.fn, donate=False)
-    kept = s[0].weight.data
+    kept = jnp.asarray(s[0].weight.detach())  # the weight's array itself, not a copy
+    assert kept is s[0].weight._data
+    alias = s[0].weight.data  # torch's detached alias: shows later updates
     before = np.asarray(kept).copy()
     for x, y in _batches(3):
         _torch_step(t, topt, x, y)
         step(s, sopt, jnp.asarray(x), jnp.asarray(y))
     np.testing.assert_array_equal(np.asarray(kept), before)  # still alive, unchanged
     assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(alias.numpy(), s[0].weight.detach().numpy())
+
+
+def _loss_backward_step(model, opt, x, y):
+    # torch's training step with the import renamed.
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+    return loss
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(_pair, id="nn-layers"),
+        pytest.param(_functional_pair, id="functional"),
+    ],
+)
+def test_loss_backward_training_matches_torch_step_by_step(make, compiled):
+    t, s = make()
+    topt = torch.optim.AdamW(t.parameters(), lr=1e-2)
+    sopt = spx.optim.AdamW(s.parameters(), lr=1e-2)
+    step = spx.compile(_loss_backward_step) if compiled else _loss_backward_step
+    for i, (x, y) in enumerate(_batches(6)):
+        topt.zero_grad()
+        tl = torch.nn.functional.cross_entropy(t(torch.from_numpy(x)), torch.from_numpy(y).long())
+        tl.backward()
+        torch.nn.utils.clip_grad_norm_(t.parameters(), 0.5)
+        topt.step()
+        sl = step(s, sopt, spx.from_numpy(x), spx.from_numpy(y).long())
+        assert isinstance(sl, spx.Tensor)
+        np.testing.assert_allclose(sl.item(), tl.item(), rtol=1e-5, err_msg=f"step {i}")
+        assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+        for (name, tp), sp in zip(t.named_parameters(), s.parameters(), strict=True):
+            # As in torch, .grad holds the step's (clipped) gradients afterwards.
+            np.testing.assert_allclose(
+                sp.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{name} {i}"
+            )
+    if compiled:
+        assert step.trace_count == 2  # no grads or optimizer state yet, then the steady state
+
+
+def test_values_recorded_before_a_donating_step_keep_the_old_numbers():
+    # torch computes `c = w.clone()` at once; spx records it, and the compiled step donates
+    # the weight's array: the recorded values must be computed before, from the old array.
+    _, s, _, sopt = _adamw_pair()
+    for x, y in _batches(2):
+        _train_step(s, sopt, jnp.asarray(x), jnp.asarray(y))  # steady state: donates
+    w = s[0].weight
+    before = w.detach().numpy().copy()
+    clone, doubled, alias = w.detach().clone(), w.detach() * 2, w.data
+    for x, y in _batches(2, seed=1):
+        _train_step(s, sopt, jnp.asarray(x), jnp.asarray(y))
+    np.testing.assert_array_equal(clone.numpy(), before)
+    np.testing.assert_array_equal(doubled.numpy(), before * 2)
+    assert not np.array_equal(alias.numpy(), before)  # the alias shows the update ...
+    np.testing.assert_array_equal(alias.numpy(), w.detach().numpy())  # ... like torch's
+
+
+def test_in_place_writes_to_tensor_arguments_reach_the_caller():
+    t, s, topt, sopt = _adamw_pair()
+
+    @spx.compile
+    def step(model, opt, x, y, total, seen):
+        loss = _train_step.fn(model, opt, x, y)
+        total.add_(loss.detach())  # a running sum, as torch scripts keep one
+        seen += 1
+        return loss
+
+    total, counts = spx.zeros(()), spx.zeros(3)
+    seen = counts[1:]  # a view: the write goes through to counts
+    alias = total.detach()
+    losses = []
+    for x, y in _batches(3):
+        _torch_step(t, topt, x, y)
+        losses.append(step(s, sopt, spx.from_numpy(x), spx.from_numpy(y), total, seen).item())
+    np.testing.assert_allclose(total.item(), sum(losses), rtol=1e-6)
+    assert alias.item() == total.item()
+    assert counts.tolist() == [0.0, 3.0, 3.0]
+    assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+    assert step.trace_count == 2
+
+
+def test_an_argument_with_autograd_history_is_a_clear_error():
+    _, s = _pair()
+    h = s[0].weight.sum()  # requires grad: computed from a Parameter outside the step
+    f = spx.compile(lambda m, h: m(jnp.ones((2, 6))).sum() * h)
+    with pytest.raises(TypeError, match=r"autograd history.*t\.detach\(\)"):
+        f(s, h)

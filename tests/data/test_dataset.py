@@ -43,7 +43,7 @@ def test_tensor_dataset_rejects_bad_arrays():
         TensorDataset()
     with pytest.raises(ValueError, match="0-d"):
         TensorDataset(np.array(1.0))
-    with pytest.raises(TypeError, match=r"numpy\.asarray"):
+    with pytest.raises(TypeError, match=r"spx\.tensor"):
         TensorDataset([1, 2, 3])
 
 

@@ -224,10 +224,10 @@ def test_default_device_context_reaches_worker_threads(no_leaked_threads):
     loader = DataLoader(_tensor_ds(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
     with jax.default_device(dev):
         batches = list(loader)
-    assert all(x.devices() == {dev} for x, _ in batches)
+    assert all(x.device == dev for x, _ in batches)
     with jax.default_device("cpu"):
         x, _ = next(iter(DataLoader(_tensor_ds(8), batch_size=4)))
-    assert x.devices() == {jax.local_devices(backend="cpu")[0]}
+    assert x.device == jax.local_devices(backend="cpu")[0]
 
 
 def test_persistent_loader_used_as_a_temporary(no_leaked_threads):

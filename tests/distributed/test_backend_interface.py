@@ -2,9 +2,9 @@
 defaults of :class:`spx.distributed.Backend`; a multi-process factory plugs into init."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+import spx
 import spx.distributed as dist
 from spx import _context
 from spx.distributed import process_group
@@ -52,27 +52,30 @@ def _defaults(rank, out):
     dist.init_process_group()
     impl = Minimal(process_group.default_group().backend)
     pg = dist.ProcessGroup(impl, "custom", "m")
-    x = jnp.full((2,), float(rank + 1))
-    res = {
-        "sum": dist.all_reduce(x, group=pg),
-        "max": dist.reduce(x, dst=1, op=dist.ReduceOp.MAX, group=pg),
-        "bcast": dist.broadcast(x, src=2, group=pg),
-        "rs": dist.reduce_scatter(jnp.zeros(2), [x * (j + 1) for j in range(3)], group=pg),
-        "gather": dist.gather(x, dst=0, group=pg),
-        "scatter": dist.scatter(
-            jnp.zeros(2),
-            [jnp.full((2,), 5.0 * j) for j in range(3)] if rank == 0 else None,
-            group=pg,
-        ),
-    }
+    x = spx.full((2,), float(rank + 1))
+    res = {k: x.clone() for k in ("sum", "max", "bcast")}
+    res.update(rs=spx.zeros(2), scatter=spx.zeros(2))
+    res["gather"] = [spx.zeros(2) for _ in range(3)] if rank == 0 else None
+    dist.all_reduce(res["sum"], group=pg)
+    dist.reduce(res["max"], dst=1, op=dist.ReduceOp.MAX, group=pg)
+    dist.broadcast(res["bcast"], src=2, group=pg)
+    dist.reduce_scatter(res["rs"], [x * (j + 1) for j in range(3)], group=pg)
+    dist.gather(x, res["gather"], dst=0, group=pg)
+    pieces = [spx.full((2,), 5.0 * j) for j in range(3)] if rank == 0 else None
+    dist.scatter(res["scatter"], pieces, group=pg)
     dist.barrier(group=pg)
     if rank == 0:
         dist.send(x, dst=1, group=pg)
     elif rank == 1:
-        res["p2p"] = dist.recv(jnp.zeros(2), src=0, group=pg)
+        res["p2p"] = spx.zeros(2)
+        dist.recv(res["p2p"], src=0, group=pg)
     assert "all_gather" in impl.calls and "all_gather_object" in impl.calls
     assert dist.get_backend(pg) == "custom"
-    out[rank] = jax.tree.map(lambda a: None if a is None else np.asarray(a), res)
+    out[rank] = jax.tree.map(
+        lambda a: None if a is None else np.asarray(a),
+        res,
+        is_leaf=lambda a: isinstance(a, spx.Tensor),
+    )
 
 
 def test_defaults_of_the_backend_interface():

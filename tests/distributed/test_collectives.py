@@ -1,5 +1,8 @@
 """Collectives on thread ranks and on process ranks, checked against numpy on the inputs.
 
+As in torch, collectives write their results into their tensor arguments in place; the forms
+returning a result live in ``spx.distributed.functional``.
+
 Every test runs the same rank function on both backends: ``thread`` (``spawn``) and ``process``
 (real processes under a torchrun-style environment; the module's cases run in one batch of 2
 and one of 4 processes, see ``tests/distributed/_ranks.py``).
@@ -26,7 +29,16 @@ def rank_input(rank, shape=(3, 5), dtype=np.float32):
 
 
 def on_own_device(x):
+    if isinstance(x, spx.Tensor):
+        x = x._data
     return x.devices() == {spx.device("cpu")}
+
+
+def reduced(x, op):
+    """torch's form: all_reduce a copy in place, return the copy."""
+    t = x.clone()
+    assert dist.all_reduce(t, op) is None
+    return t
 
 
 FLOAT_OPS = {
@@ -47,19 +59,38 @@ INT_OPS = {
 
 def _all_reduce_every_op(rank, out):
     dist.init_process_group()
-    x = jnp.asarray(rank_input(rank))
-    i = jnp.asarray(rank_input(rank, dtype=np.int32))
+    x = spx.as_tensor(rank_input(rank))
+    i = spx.as_tensor(rank_input(rank, dtype=np.int32))
     results = {}
     for op in FLOAT_OPS:
-        y = dist.all_reduce(x, op)
-        assert on_own_device(y) and y.dtype == jnp.float32
+        y = reduced(x, op)
+        assert on_own_device(y) and y.dtype == spx.float32
         results[("f", op)] = np.asarray(y)
     for op in INT_OPS:
-        y = dist.all_reduce(i, op)
-        assert on_own_device(y) and y.dtype == jnp.int32
+        y = reduced(i, op)
+        assert on_own_device(y) and y.dtype == spx.int32
         results[("i", op)] = np.asarray(y)
     with pytest.raises(TypeError, match="AVG needs a floating dtype"):
         dist.all_reduce(i, dist.ReduceOp.AVG)
+    # The functional form returns the result and leaves its argument alone.
+    f = dist.functional.all_reduce(jnp.asarray(rank_input(rank)))
+    assert isinstance(f, spx.Tensor)
+    np.testing.assert_array_equal(np.asarray(f), results[("f", dist.ReduceOp.SUM)])
+    # Aliases and views of the tensor see the in-place result, as in torch.
+    t = spx.as_tensor(rank_input(rank))
+    alias, row = t.data, t[0]
+    dist.all_reduce(t)
+    np.testing.assert_array_equal(np.asarray(alias), results[("f", dist.ReduceOp.SUM)])
+    np.testing.assert_array_equal(np.asarray(row), results[("f", dist.ReduceOp.SUM)][0])
+    # A view is written through to its base.
+    base = spx.as_tensor(rank_input(rank))
+    dist.all_reduce(base[1])
+    np.testing.assert_array_equal(np.asarray(base[1]), results[("f", dist.ReduceOp.SUM)][1])
+    np.testing.assert_array_equal(np.asarray(base[0]), rank_input(rank)[0])
+    # numpy arrays are filled in place, as torch fills a tensor sharing numpy's memory.
+    a = rank_input(rank)
+    dist.all_reduce(a)
+    np.testing.assert_allclose(a, results[("f", dist.ReduceOp.SUM)], rtol=1e-6)
     out[rank] = results
 
 
@@ -85,25 +116,32 @@ def test_all_reduce_matches_numpy(backend, nprocs):
 def _broadcast_gather_scatter(rank, out):
     dist.init_process_group()
     n = dist.get_world_size()
-    x = jnp.asarray(rank_input(rank, (2, 3)))
-    res = {"bcast": dist.broadcast(x, src=n - 1)}
-    buffers = [jnp.zeros((2, 3)) for _ in range(n)]
+    x = spx.as_tensor(rank_input(rank, (2, 3)))
+    res = {"bcast": x.clone()}
+    assert dist.broadcast(res["bcast"], src=n - 1) is None
+    buffers = [spx.zeros(2, 3) for _ in range(n)]
+    kept = list(buffers)
     res["ag_ret"] = dist.all_gather(buffers, x)
+    assert all(a is b for a, b in zip(buffers, kept, strict=True))  # filled, not replaced
     res["ag_list"] = buffers
-    res["ag_cat"] = dist.all_gather_into_tensor(jnp.zeros((2 * n, 3)), x)
-    res["ag_stack"] = dist.all_gather_into_tensor(jnp.zeros((n, 2, 3)), x)
-    gathered = [jnp.zeros((2, 3)) for _ in range(n)] if rank == 1 % n else None
+    res["ag_cat"] = spx.zeros(2 * n, 3)
+    dist.all_gather_into_tensor(res["ag_cat"], x)
+    res["ag_stack"] = spx.zeros(n, 2, 3)
+    dist.all_gather_into_tensor(res["ag_stack"], x)
+    gathered = [spx.zeros(2, 3) for _ in range(n)] if rank == 1 % n else None
     res["gather"] = dist.gather(x, gathered, dst=1 % n)
     res["gather_list"] = gathered
-    pieces = [jnp.full((2,), 10.0 * j) for j in range(n)] if rank == 0 else None
-    res["scatter"] = dist.scatter(jnp.zeros(2), pieces, src=0)
-    res["reduce"] = dist.reduce(x, dst=0, op=dist.ReduceOp.MAX)
+    pieces = [spx.full((2,), 10.0 * j) for j in range(n)] if rank == 0 else None
+    res["scatter"] = spx.zeros(2)
+    dist.scatter(res["scatter"], pieces, src=0)
+    res["reduce"] = x.clone()
+    dist.reduce(res["reduce"], dst=0, op=dist.ReduceOp.MAX)
     for key in ("bcast", "ag_cat", "ag_stack", "scatter"):
         assert on_own_device(res[key]), key
     if rank == 0:
         assert on_own_device(res["reduce"])
     assert all(on_own_device(a) for a in res["ag_list"])
-    out[rank] = jax.tree.map(np.asarray, res)
+    out[rank] = jax.tree.map(np.asarray, res, is_leaf=lambda v: isinstance(v, spx.Tensor))
 
 
 @pytest.mark.parametrize(("backend", "nprocs"), BOTH)
@@ -113,16 +151,14 @@ def test_broadcast_all_gather_gather_scatter(backend, nprocs):
     for r in range(nprocs):
         res = out[r]
         np.testing.assert_array_equal(res["bcast"], xs[-1])
-        assert res["ag_ret"] is not None and len(res["ag_list"]) == nprocs
+        assert res["ag_ret"] is None and len(res["ag_list"]) == nprocs
         for got, want in zip(res["ag_list"], xs, strict=True):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(res["ag_cat"], np.concatenate(xs))
         np.testing.assert_array_equal(res["ag_stack"], np.stack(xs))
+        assert res["gather"] is None
         if r == 1 % nprocs:
-            np.testing.assert_array_equal(np.stack(res["gather"]), np.stack(xs))
             np.testing.assert_array_equal(np.stack(res["gather_list"]), np.stack(xs))
-        else:
-            assert res["gather"] is None
         np.testing.assert_array_equal(res["scatter"], [10.0 * r] * 2)
         want_reduce = np.max(np.stack(xs), 0) if r == 0 else xs[r]
         np.testing.assert_array_equal(res["reduce"], want_reduce)
@@ -132,10 +168,11 @@ def _reduce_scatter(rank, out):
     dist.init_process_group()
     n = dist.get_world_size()
     # Rank q sends q * 100 + j to rank j.
-    inputs = [jnp.full((2,), float(rank * 100 + j)) for j in range(n)]
-    a = dist.reduce_scatter(jnp.zeros(2), inputs)
-    b = dist.reduce_scatter_tensor(jnp.zeros(2), jnp.concatenate(inputs), dist.ReduceOp.MAX)
-    c = dist.reduce_scatter_tensor(jnp.zeros(2), jnp.stack(inputs))
+    inputs = [spx.full((2,), float(rank * 100 + j)) for j in range(n)]
+    a, b, c = spx.zeros(2), spx.zeros(2), spx.zeros(2)
+    dist.reduce_scatter(a, inputs)
+    dist.reduce_scatter_tensor(b, spx.cat(inputs), dist.ReduceOp.MAX)
+    dist.reduce_scatter_tensor(c, spx.stack(inputs))
     assert on_own_device(a) and on_own_device(b)
     out[rank] = (np.asarray(a), np.asarray(b), np.asarray(c))
 
@@ -174,20 +211,25 @@ def test_object_collectives_give_each_rank_its_own_copy(backend, nprocs):
 
 def _async_then_p2p(rank, out):
     dist.init_process_group()
-    x = jnp.full((2,), float(rank + 1))
+    x = spx.full((2,), float(rank + 1))
     if rank == 0:
         # torch lets an async collective overlap with p2p that the peer needs first.
-        work = dist.all_reduce(x, async_op=True)
+        total = x.clone()
+        work = dist.all_reduce(total, async_op=True)
         dist.send(x * 10, dst=1)
-        gathered = []
-        work2 = dist.all_gather([jnp.zeros(2), jnp.zeros(2)], x, async_op=True)
-        out[rank] = (np.asarray(work.wait()), work.is_completed(), work2.wait())
-        gathered.append(work2.result())
+        parts = [spx.zeros(2), spx.zeros(2)]
+        work2 = dist.all_gather(parts, x, async_op=True)
+        assert work.wait() is True and work2.wait() is True
+        assert work2.result() is parts
+        out[rank] = (np.asarray(total), work.is_completed(), [np.asarray(p) for p in parts])
     else:
-        got = dist.recv(jnp.zeros(2), src=0)
-        total = dist.all_reduce(x)
-        parts = dist.all_gather(None, x)
-        out[rank] = (np.asarray(total), np.asarray(got), parts)
+        got = spx.zeros(2)
+        assert dist.recv(got, src=0) == 0  # the sender's rank, as torch returns
+        total = x.clone()
+        dist.all_reduce(total)
+        parts = [spx.zeros(2), spx.zeros(2)]
+        dist.all_gather(parts, x)
+        out[rank] = (np.asarray(total), np.asarray(got), [np.asarray(p) for p in parts])
 
 
 @pytest.mark.parametrize("backend", ["thread", "process"])
@@ -204,9 +246,9 @@ def _mismatch(rank, out):
     dist.init_process_group()
     with pytest.raises(dist.DistBackendError, match="collective mismatch") as info:
         if rank == 0:
-            dist.all_reduce(jnp.ones(3))
+            dist.all_reduce(spx.ones(3))
         else:
-            dist.all_reduce(jnp.ones(4))
+            dist.all_reduce(spx.ones(4))
     out[rank] = str(info.value)
 
 
@@ -228,17 +270,24 @@ def test_mismatched_collectives_raise_on_every_rank(backend, fn):
 def _bad_inputs(rank, out):
     dist.init_process_group()
     with pytest.raises(ValueError, match=r"tensor_list must hold one tensor per rank \(2\)"):
-        dist.all_gather([jnp.zeros(2)], jnp.zeros(2))
+        dist.all_gather([spx.zeros(2)], spx.zeros(2))
     with pytest.raises(ValueError, match=r"tensor_list\[1\] has shape \(3,\)"):
-        dist.all_gather([jnp.zeros(2), jnp.zeros(3)], jnp.zeros(2))
+        dist.all_gather([spx.zeros(2), spx.zeros(3)], spx.zeros(2))
     with pytest.raises(ValueError, match=r"output_tensor has shape \(5,\)"):
-        dist.all_gather_into_tensor(jnp.zeros(5), jnp.zeros(2))
-    with pytest.raises(TypeError, match=r"must be a jax\.Array or numpy array"):
+        dist.all_gather_into_tensor(spx.zeros(5), spx.zeros(2))
+    with pytest.raises(TypeError, match=r"must be an spx\.Tensor"):
         dist.all_reduce([1.0, 2.0])
+    # A jax.Array cannot take torch's in-place result: the error names both fixes.
+    with pytest.raises(TypeError, match=r"(?s)spx\.as_tensor.*functional\.all_reduce"):
+        dist.all_reduce(jnp.ones(2))
+    with pytest.raises(TypeError, match=r"functional\.broadcast"):
+        dist.broadcast(jnp.ones(2), src=0)
+    with pytest.raises(TypeError, match=r"(?s)irecv: tensor is a jax\.Array.*spx\.as_tensor"):
+        dist.irecv(jnp.ones(2), src=0)
     with pytest.raises(TypeError, match=r"cannot be called inside jax\.jit"):
-        jax.jit(lambda v: dist.all_reduce(v))(jnp.ones(2))
+        jax.jit(lambda v: dist.functional.all_reduce(v))(jnp.ones(2))
     with pytest.raises(ValueError, match="unknown reduce op"):
-        dist.all_reduce(jnp.ones(2), op="median")
+        dist.all_reduce(spx.ones(2), op="median")
     out[rank] = True
 
 
@@ -251,13 +300,24 @@ def _all_to_all(rank, out):
     dist.init_process_group()
     n = dist.get_world_size()
     # Rank q sends q * 100 + j to rank j, as a list and as one array.
-    inputs = [jnp.full((2, 3), float(rank * 100 + j)) for j in range(n)]
-    buffers = [jnp.zeros((2, 3)) for _ in range(n)]
-    got = dist.all_to_all(buffers, inputs)
-    single = dist.all_to_all_single(None, jnp.concatenate(inputs))
-    work = dist.all_to_all(None, inputs, async_op=True)
-    assert all(on_own_device(x) for x in got) and on_own_device(single)
-    out[rank] = ([np.asarray(x) for x in buffers], np.asarray(single), work.wait())
+    inputs = [spx.full((2, 3), float(rank * 100 + j)) for j in range(n)]
+    buffers = [spx.zeros(2, 3) for _ in range(n)]
+    assert dist.all_to_all(buffers, inputs) is None
+    single = spx.zeros(2 * n, 3)
+    dist.all_to_all_single(single, spx.cat(inputs))
+    later = [spx.zeros(2, 3) for _ in range(n)]
+    work = dist.all_to_all(later, inputs, async_op=True)
+    work.wait()
+    functional = dist.functional.all_to_all_single(
+        jnp.concatenate([jnp.asarray(i) for i in inputs])
+    )
+    assert all(on_own_device(x) for x in buffers) and on_own_device(single)
+    out[rank] = (
+        [np.asarray(x) for x in buffers],
+        np.asarray(single),
+        [np.asarray(x) for x in later],
+        np.asarray(functional),
+    )
 
 
 @pytest.mark.parametrize(("backend", "nprocs"), BOTH[1:])
@@ -265,9 +325,10 @@ def test_all_to_all(backend, nprocs):
     out = run_ranks(_all_to_all, nprocs, backend=backend)
     for j in range(nprocs):
         want = [np.full((2, 3), q * 100.0 + j) for q in range(nprocs)]
-        listed, single, waited = out[j]
+        listed, single, waited, functional = out[j]
         np.testing.assert_array_equal(np.stack(listed), np.stack(want))
         np.testing.assert_array_equal(single, np.concatenate(want))
+        np.testing.assert_array_equal(functional, np.concatenate(want))
         np.testing.assert_array_equal(np.stack(waited), np.stack(want))
 
 
@@ -275,9 +336,9 @@ def _large_all_reduce(rank, out):
     # 4 MiB per rank: across processes, past the size where SUM/AVG/MIN/MAX switch from
     # gather-and-fold to XLA's ring collectives (psum/pmin/pmax).
     dist.init_process_group()
-    x = jnp.asarray(rank_input(rank, (1024, 1024)))
+    x = spx.as_tensor(rank_input(rank, (1024, 1024)))
     ops = (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN, dist.ReduceOp.MAX)
-    out[rank] = {op: np.asarray(dist.all_reduce(x, op)) for op in ops}
+    out[rank] = {op: np.asarray(reduced(x, op)) for op in ops}
 
 
 @pytest.mark.parametrize(("backend", "nprocs"), [("thread", 2), ("process", 2), ("process", 4)])

@@ -31,17 +31,16 @@ from tests.distributed._ranks import BACKENDS, run_ranks
 def _ping_pong(rank, out):
     dist.init_process_group()
     me = spx.device("cpu")
-    template = jnp.zeros((4,), jnp.int32)
     seen = []
-    x = jnp.zeros((4,), jnp.int32)
+    x = spx.zeros(4, dtype=spx.int32)
     for _ in range(20):
         if rank == 0:
             dist.send(x + 1, dst=1)
-            x = dist.recv(template, src=1)
+            assert dist.recv(x, src=1) == 1  # fills x, returns the sender's rank
         else:
-            x = dist.recv(template, src=0)
+            dist.recv(x, src=0)
             dist.send(x + 1, dst=0)
-        assert x.devices() == {me}
+        assert x._data.devices() == {me}
         seen.append(int(x[0]))
     out[rank] = seen
 
@@ -58,17 +57,20 @@ def _tags_in_flight(rank, out):
     if rank == 0:
         works = []
         for i in range(5):
-            works.append(dist.isend(jnp.float32(i), dst=1, tag=0))
-            works.append(dist.isend(jnp.float32(100 + i), dst=1, tag=1))
+            works.append(dist.isend(spx.tensor(float(i)), dst=1, tag=0))
+            works.append(dist.isend(spx.tensor(100.0 + i), dst=1, tag=1))
         assert all(w.is_completed() for w in works)
         dist.barrier()
     else:
-        t1 = [dist.irecv(jnp.float32(0), src=0, tag=1) for _ in range(5)]
-        t0 = [dist.irecv(jnp.float32(0), src=0, tag=0) for _ in range(5)]
+        b1 = [spx.tensor(0.0) for _ in range(5)]
+        b0 = [spx.tensor(0.0) for _ in range(5)]
+        t1 = [dist.irecv(b, src=0, tag=1) for b in b1]
+        t0 = [dist.irecv(b, src=0, tag=0) for b in b0]
         dist.barrier()
         # Waiting in reverse still yields the posting order within each tag.
-        got0 = [float(w.wait()) for w in reversed(t0)][::-1]
-        got1 = [float(w.wait()) for w in reversed(t1)][::-1]
+        assert all(w.wait() is True for w in reversed(t0))
+        assert all(w.wait() is True for w in reversed(t1))
+        got0, got1 = [float(b) for b in b0], [float(b) for b in b1]
         out[rank] = (got0, got1, [w.source_rank for w in t0])
 
 
@@ -82,9 +84,13 @@ def _many_tags(rank, out):
     dist.init_process_group()
     if rank == 0:
         for tag in range(50):
-            dist.send(jnp.int32(tag), dst=1, tag=tag)
+            dist.send(spx.tensor(tag, dtype=spx.int32), dst=1, tag=tag)
     else:
-        got = [int(dist.recv(jnp.int32(0), src=0, tag=tag)) for tag in reversed(range(50))]
+        got = []
+        for tag in reversed(range(50)):
+            buf = spx.tensor(0, dtype=spx.int32)
+            dist.recv(buf, src=0, tag=tag)
+            got.append(int(buf))
         backend = process_group.default_group().backend
         # Thread ranks drop drained channels, so per-step tags do not accumulate state.
         # (Across processes a channel keeps its sequence number and the message shapes.)
@@ -100,15 +106,15 @@ def test_distinct_tags_match_and_leave_no_state(backend):
 def _ring(rank, out):
     dist.init_process_group()
     n = dist.get_world_size()
+    got = spx.zeros(3)
     works = dist.batch_isend_irecv(
         [
-            dist.P2POp(dist.irecv, jnp.zeros(3), (rank - 1) % n),
-            dist.P2POp(dist.isend, jnp.full((3,), float(rank)), (rank + 1) % n),
+            dist.P2POp(dist.irecv, got, (rank - 1) % n),
+            dist.P2POp(dist.isend, spx.full((3,), float(rank)), (rank + 1) % n),
         ]
     )
-    got = works[0].wait()
-    assert works[1].wait() is None
-    out[rank] = (np.asarray(got), got.devices() == {spx.device("cpu")})
+    assert works[0].wait() is True and works[1].wait() is True
+    out[rank] = (np.asarray(got), got._data.devices() == {spx.device("cpu")})
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -124,12 +130,13 @@ def _any_source(rank, out):
     if rank == 0:
         got = {}
         for _ in range(3):
-            work = dist.irecv(jnp.zeros(()), tag=5)
-            value = float(work.wait())
-            got[work.source_rank] = value
+            buf = spx.tensor(0.0)
+            work = dist.irecv(buf, tag=5)
+            work.wait()
+            got[work.source_rank] = float(buf)
         out[rank] = got
     else:
-        dist.send(jnp.float32(rank * 1.5), dst=0, tag=5)
+        dist.send(spx.tensor(rank * 1.5), dst=0, tag=5)
 
 
 def test_recv_from_any_source():
@@ -140,7 +147,7 @@ def _any_source_across_processes(rank, out):
     dist.init_process_group()
     if rank == 0:
         with pytest.raises(NotImplementedError, match="any source"):
-            dist.irecv(jnp.zeros(()), tag=5)
+            dist.irecv(spx.tensor(0.0), tag=5)
     out[rank] = True
 
 
@@ -152,7 +159,8 @@ def test_recv_from_any_source_is_refused_across_processes():
 def _poll_and_self(rank, out):
     dist.init_process_group()
     if rank == 1:
-        work = dist.irecv(jnp.zeros(2), src=0)
+        buf = spx.zeros(2)
+        work = dist.irecv(buf, src=0)
         before = work.is_completed()
         dist.barrier()  # rank 0 sends only after this
         dist.barrier()  # ... and before this
@@ -161,15 +169,19 @@ def _poll_and_self(rank, out):
         deadline = time.monotonic() + 10
         while not work.is_completed() and time.monotonic() < deadline:
             time.sleep(0.005)
-        out[rank] = (before, work.is_completed(), np.asarray(work.wait()))
+        done = work.is_completed()
+        work.wait()
+        out[rank] = (before, done, np.asarray(buf))
     else:
         dist.barrier()
-        dist.isend(jnp.ones(2), dst=1)
+        dist.isend(spx.ones(2), dst=1)
         dist.barrier()
         with pytest.raises(ValueError, match="destination rank should not be the same"):
-            dist.send(jnp.ones(2), dst=0)
-        dist.isend(jnp.arange(2.0), dst=0, tag=3)
-        out[rank] = np.asarray(dist.recv(jnp.zeros(2), src=0, tag=3))
+            dist.send(spx.ones(2), dst=0)
+        dist.isend(spx.arange(2.0), dst=0, tag=3)
+        buf = spx.zeros(2)
+        dist.recv(buf, src=0, tag=3)
+        out[rank] = np.asarray(buf)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -183,16 +195,17 @@ def test_is_completed_and_send_to_self(backend):
 def _template_mismatch(rank, out):
     dist.init_process_group()
     if rank == 0:
-        dist.send(jnp.zeros((2, 3), jnp.float32), dst=1)
-        dist.send(jnp.ones((2, 3), jnp.float32), dst=1)
+        dist.send(spx.zeros(2, 3), dst=1)
+        dist.send(spx.ones(2, 3), dst=1)
     else:
-        work = dist.irecv(jnp.zeros((3, 2)), src=0)
+        work = dist.irecv(spx.zeros(3, 2), src=0)
         with pytest.raises(ValueError, match=r"sent shape \(2, 3\) float32.*\(3, 2\) float32"):
             work.wait()
         assert work.is_completed() and not work.is_success()
         # The mismatched message was consumed; the next receive gets the next message.
-        spec = jax.ShapeDtypeStruct((2, 3), jnp.float32)
-        out[rank] = np.asarray(dist.recv(spec, src=0))
+        buf = np.zeros((2, 3), np.float32)  # numpy buffers are filled in place too
+        dist.recv(buf, src=0)
+        out[rank] = buf
     dist.barrier()
 
 
@@ -208,7 +221,7 @@ def _sender_exits(rank, out):
     if rank == 1:
         start = time.monotonic()
         with pytest.raises(dist.DistBackendError, match=r"rank\(s\) \[0\] already exited"):
-            dist.recv(jnp.zeros(1), src=0)
+            dist.recv(spx.zeros(1), src=0)
         out[rank] = time.monotonic() - start
 
 
@@ -221,15 +234,16 @@ def _subgroup_p2p(rank, out):
     dist.init_process_group()
     g = dist.new_group([1, 2])
     if rank == 1:
-        dist.send(jnp.float32(7), group=g, group_dst=1)
-        dist.send(jnp.float32(8), dst=2, group=g)
+        dist.send(spx.tensor(7.0), group=g, group_dst=1)
+        dist.send(spx.tensor(8.0), dst=2, group=g)
     elif rank == 2:
-        a = dist.recv(jnp.float32(0), group=g, group_src=0)
-        b = dist.recv(jnp.float32(0), src=1, group=g)
+        a, b = spx.tensor(0.0), spx.tensor(0.0)
+        assert dist.recv(a, group=g, group_src=0) == 1  # the sender's global rank
+        dist.recv(b, src=1, group=g)
         out[rank] = (float(a), float(b))
     elif rank == 0:
         with pytest.warns(UserWarning, match="does not belong"):
-            assert dist.recv(jnp.float32(0), src=1, group=g) is None
+            assert dist.recv(spx.tensor(0.0), src=1, group=g) == -1  # torch's value
 
 
 @pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 4)])

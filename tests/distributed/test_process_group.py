@@ -34,7 +34,7 @@ def test_queries_without_init_raise_torch_error(fresh_thread_context):
         with pytest.raises(ValueError, match=msg):
             fn()
     with pytest.raises(ValueError, match=msg):
-        dist.all_reduce(jnp.ones(2))
+        dist.all_reduce(spx.ones(2))
 
 
 def test_single_process_group(fresh_thread_context, monkeypatch):
@@ -46,9 +46,12 @@ def test_single_process_group(fresh_thread_context, monkeypatch):
     assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "gloo")
     with pytest.raises(ValueError, match="twice"):
         dist.init_process_group("gloo", world_size=1)
-    x = jnp.arange(3.0)
-    np.testing.assert_array_equal(dist.all_reduce(x, dist.ReduceOp.AVG), [0.0, 1.0, 2.0])
-    np.testing.assert_array_equal(dist.all_gather(None, x)[0], [0.0, 1.0, 2.0])
+    x = spx.arange(3.0)
+    dist.all_reduce(x, dist.ReduceOp.AVG)
+    np.testing.assert_array_equal(x, [0.0, 1.0, 2.0])
+    parts = [spx.zeros(3)]
+    dist.all_gather(parts, x)
+    np.testing.assert_array_equal(parts[0], [0.0, 1.0, 2.0])
     dist.barrier()
     dist.destroy_process_group()
     assert not dist.is_initialized()
@@ -97,7 +100,9 @@ def _reinit(rank, out):
     results = []
     for round_ in range(3):
         dist.init_process_group()
-        results.append(float(dist.all_reduce(jnp.float32(rank + round_))))
+        t = spx.tensor(float(rank + round_))
+        dist.all_reduce(t)
+        results.append(float(t))
         dist.destroy_process_group()
         assert not dist.is_initialized()
     out[rank] = results
@@ -110,23 +115,32 @@ def test_destroy_and_reinit(backend, nprocs):
     assert out == {r: [base + nprocs * k for k in range(3)] for r in range(nprocs)}
 
 
+_WARN_LOCK = threading.Lock()
+
+
 def _subgroups(rank, out):
     dist.init_process_group()
     odd = dist.new_group([3, 1])
     everyone = dist.new_group()
-    x = jnp.full((2,), float(rank + 1))
+    x = spx.full((2,), float(rank + 1))
     info = {"rank": dist.get_rank(odd), "size": dist.get_world_size(odd)}
     if rank % 2:
-        info["sum"] = np.asarray(dist.all_reduce(x, group=odd))
+        total, b = x.clone(), x.clone()
+        dist.all_reduce(total, group=odd)
+        info["sum"] = np.asarray(total)
         info["ranks"] = dist.get_process_group_ranks(odd)
-        info["bcast"] = np.asarray(dist.broadcast(x, group=odd, group_src=1))
+        dist.broadcast(b, group=odd, group_src=1)
+        info["bcast"] = np.asarray(b)
         info["global_of_1"] = dist.get_global_rank(odd, 1)
         dist.barrier(group=odd)
     else:
         assert odd is dist.GroupMember.NON_GROUP_MEMBER
-        with pytest.warns(UserWarning, match="does not belong to the given group"):
+        # warnings.catch_warnings is process-wide: thread ranks take turns recording.
+        with _WARN_LOCK, pytest.warns(UserWarning, match="does not belong to the given group"):
             info["sum"] = dist.all_reduce(x, group=odd)
-    info["all"] = float(dist.all_reduce(jnp.float32(rank), group=everyone)[()])
+    t = spx.tensor(float(rank))
+    dist.all_reduce(t, group=everyone)
+    info["all"] = float(t)
     out[rank] = info
 
 
@@ -178,7 +192,7 @@ def test_barrier_holds_every_rank_until_the_last_arrives():
 def _timeout(rank, out):
     dist.init_process_group(timeout=timedelta(seconds=0.3))
     if rank == 0:
-        dist.recv(jnp.zeros(1), src=1, tag=7)  # never sent
+        dist.recv(spx.zeros(1), src=1, tag=7)  # never sent
     dist.barrier()
 
 
@@ -193,9 +207,9 @@ def test_bad_group_arguments(fresh_thread_context):
     with pytest.raises(ValueError, match=r"distinct global ranks in \[0, 1\)"):
         dist.new_group([0, 1])
     with pytest.raises(ValueError, match="is not part of group"):
-        dist.broadcast(jnp.ones(1), src=3)
+        dist.broadcast(spx.ones(1), src=3)
     with pytest.raises(ValueError, match="Can't specify both src and group_src"):
-        dist.broadcast(jnp.ones(1), src=0, group_src=0)
+        dist.broadcast(spx.ones(1), src=0, group_src=0)
     with pytest.raises(TypeError, match="group must be a ProcessGroup"):
         dist.get_rank("world")
     dist.destroy_process_group()
@@ -214,7 +228,7 @@ def _ranks_and_devices(rank, out):
         dist.get_world_size(),
         dist.get_backend(),
         own == spx.device("cpu"),
-        float(dist.all_reduce(jax.device_put(jnp.float32(rank), own))),
+        _reduced_on(own, rank),
     )
 
 
@@ -259,11 +273,11 @@ def _sockets_bind_to_the_given_address(rank, out):
     # Every socket the job opened (coordinator on rank 0, gloo, the transfer server) listens
     # on MASTER_ADDR's loopback address, none on all interfaces.
     dist.init_process_group()
-    dist.all_reduce(jnp.ones(2))
+    dist.all_reduce(spx.ones(2))
     if rank == 0:
-        dist.send(jnp.ones(2), dst=1)
+        dist.send(spx.ones(2), dst=1)
     else:
-        dist.recv(jnp.zeros(2), src=0)
+        dist.recv(spx.zeros(2), src=0)
     dist.barrier()
     out[rank] = _listening_addresses()
 
@@ -283,3 +297,9 @@ PROCESS_CASES = [
     (_subgroups, 4),
     (_mismatched_new_group, 4),
 ]
+
+
+def _reduced_on(device, rank):
+    t = spx.as_tensor(jax.device_put(jnp.float32(rank), device))
+    dist.all_reduce(t)
+    return float(t)

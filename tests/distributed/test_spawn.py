@@ -7,7 +7,6 @@ import textwrap
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -80,7 +79,7 @@ def _fail_in_rank1(rank, out):
         time.sleep(0.2)
         raise ValueError("boom in rank 1")
     try:
-        dist.recv(jnp.zeros(2), src=1)
+        dist.recv(spx.zeros(2), src=1)
     except dist.DistBackendError as e:
         out[rank] = e
         raise
@@ -105,7 +104,7 @@ def _fail_during_collective(rank, out):
     if rank == 2:
         raise KeyError("rank 2 broke")
     try:
-        dist.all_reduce(jnp.ones(2))
+        dist.all_reduce(spx.ones(2))
     except dist.DistBackendError as e:
         out[rank] = str(e)
 
@@ -164,7 +163,8 @@ def test_spawn_configures_devices_before_jax_starts():
         out = {}
         def main(rank):
             dist.init_process_group()
-            total = dist.all_reduce(jnp.float32(rank))
+            total = spx.tensor(float(rank))
+            dist.all_reduce(total)
             out[rank] = (spx.device("cpu").id, float(total))
         dist.spawn(main, nprocs=3)
         print(sorted(out.items()))

@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
 from spx.nn.modules.attention import NonDynamicallyQuantizableLinear
+from tests.nn._parity import host
 
 torch = pytest.importorskip("torch")
 
@@ -62,8 +64,8 @@ def _check(t, s, q, k, v, self_attention=False, **fwd):
         if self_attention:
             k = v = q
         o, w = m(q, k, v, **fwd)
-        total = (o * cot).sum()
-        return total if w is None else total + (w * cot_w).sum()
+        total = (jnp.asarray(o) * cot).sum()
+        return total if w is None else total + (jnp.asarray(w) * cot_w).sum()
 
     # One jitted program per case: op-by-op eager dispatch compiles every primitive separately,
     # which costs several times more than the whole test (eager use is covered by test_jit).
@@ -85,7 +87,29 @@ def _check(t, s, q, k, v, self_attention=False, **fwd):
     grads = dict(g_mod.named_parameters())
     for name, p in t.named_parameters():
         np.testing.assert_allclose(
-            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
+            host(grads[name]), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
+        )
+
+    # torch flow: Tensors that require grad, loss.backward() into .grad of inputs and weights.
+    s.zero_grad()
+    qs = spx.tensor(q, requires_grad=True)
+    ks, vs = (qs, qs) if self_attention else (spx.tensor(a, requires_grad=True) for a in (k, v))
+    out_s, w_s = s(qs, ks, vs, **fwd)
+    loss_s = (out_s * spx.tensor(cot)).sum()
+    if w_s is not None:
+        loss_s = loss_s + (w_s * spx.tensor(cot_w)).sum()
+    loss_s.backward()
+    np.testing.assert_allclose(host(out_s), out_t.detach().numpy(), rtol=RTOL, atol=ATOL)
+    if w_t is not None:
+        np.testing.assert_allclose(host(w_s), w_t.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(qs.grad.numpy(), qt.grad.numpy(), rtol=RTOL, atol=5 * ATOL)
+    if not self_attention:
+        np.testing.assert_allclose(ks.grad.numpy(), kt.grad.numpy(), rtol=RTOL, atol=5 * ATOL)
+        np.testing.assert_allclose(vs.grad.numpy(), vt.grad.numpy(), rtol=RTOL, atol=5 * ATOL)
+    s_params = dict(s.named_parameters())
+    for name, p in t.named_parameters():
+        np.testing.assert_allclose(
+            s_params[name].grad.numpy(), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
         )
 
 
@@ -206,17 +230,19 @@ def test_dropout_only_in_training():
     np.testing.assert_allclose(np.asarray(evaluated), np.asarray(ref), rtol=1e-6)
     s2.train()
     out, _ = s2(q, k, v)  # eager: dropout draws its key from spx's generator
-    assert out.shape == (L, N, E) and np.isfinite(np.asarray(out)).all()
-    assert not np.allclose(np.asarray(out), np.asarray(ref))
+    out = host(out)
+    assert out.shape == (L, N, E) and np.isfinite(out).all()
+    assert not np.allclose(out, np.asarray(ref))
 
 
 def test_jit():
     _, s = _pair(batch_first=True)
     q, k, v = (jnp.asarray(a) for a in _qkv(True))
     out, w = jax.jit(lambda m, q, k, v: m(q, k, v))(s, q, k, v)
-    ref, ref_w = s(q, k, v)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(w), np.asarray(ref_w), rtol=1e-5, atol=1e-6)
+    with spx.no_grad():
+        ref, ref_w = s(q, k, v)
+    np.testing.assert_allclose(np.asarray(out), ref.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(w), ref_w.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_validation():

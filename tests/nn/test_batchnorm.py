@@ -7,6 +7,7 @@ import pytest
 
 import spx
 from spx import nn
+from tests.nn._parity import host
 
 torch = pytest.importorskip("torch")
 
@@ -38,36 +39,49 @@ def _assert_state_equal(t_layer, s_layer):
 @jax.jit
 def _step(m, x, cot):
     """Output, grads and the module after the forward (its new running statistics)."""
-    y, vjp, m_after = jax.vjp(lambda m, x: (m(x), m), m, x, has_aux=True)
+
+    def f(m, x):
+        return jnp.asarray(m(x)), m
+
+    y, vjp, m_after = jax.vjp(f, m, x, has_aux=True)
     return y, *vjp(cot), m_after
 
 
-def _check_step(t_layer, s_layer, x_np, eager=False):
+def _check_step(t_layer, s_layer, x_np):
     """One forward/backward in the current mode: output, all grads and buffers match torch.
 
-    The compiled path returns the traced module and copies its buffers back (functional
-    style); ``eager=True`` also checks a plain call updates the real module's buffers.
+    Under JAX transforms first (``jax.vjp`` of the module returns the traced module with its
+    new buffers, the real module is untouched), then the torch flow on the real module: a
+    Tensor input, ``loss.backward()`` into ``.grad``, buffers updated in place.
     """
     t_layer.zero_grad()
     xt = torch.tensor(x_np, requires_grad=True)
     yt = t_layer(xt)
     cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
     (yt * torch.tensor(cot)).sum().backward()
-    x = jnp.asarray(x_np)
-    y, g_m, g_x, after = _step(s_layer, x, jnp.asarray(cot))
+
+    y, g_m, g_x, after = _step(s_layer, jnp.asarray(x_np), jnp.asarray(cot))
     np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
     grads = dict(g_m.named_parameters())
     for name, p in t_layer.named_parameters():
         np.testing.assert_allclose(
-            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=name
+            host(grads[name]), p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=name
         )
-    if eager:
-        y_eager = s_layer(x)
-        np.testing.assert_allclose(np.asarray(y_eager), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-        _assert_state_equal(t_layer, s_layer)
     _assert_state_equal(t_layer, after)
-    s_layer.load_state_dict(after.state_dict())
+
+    s_layer.zero_grad()
+    x = spx.tensor(x_np, requires_grad=True)
+    y = s_layer(x)
+    (y * spx.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(host(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
+    for name, p in t_layer.named_parameters():
+        np.testing.assert_allclose(
+            getattr(s_layer, name).grad.numpy(), p.grad.numpy(), rtol=RTOL, atol=ATOL,
+            err_msg=name,
+        )  # fmt: skip
+    _assert_state_equal(t_layer, s_layer)
 
 
 CASES = [
@@ -84,12 +98,12 @@ def test_training_steps_then_eval_match_torch(cls, args, kwargs, shape):
     assert repr(s_layer) == repr(t_layer)
     _assert_state_equal(t_layer, s_layer)
     for step in range(3):  # different batches: running stats, num_batches_tracked, momentum
-        _check_step(t_layer, s_layer, _x(*shape, seed=step), eager=step == 2)
+        _check_step(t_layer, s_layer, _x(*shape, seed=step))
         _assert_state_equal(t_layer, s_layer)
     assert int(s_layer.num_batches_tracked) == 3
     t_layer.eval()
     s_layer.eval()
-    _check_step(t_layer, s_layer, _x(*shape, seed=10), eager=True)  # running stats, no update
+    _check_step(t_layer, s_layer, _x(*shape, seed=10))  # running stats, no update
     _assert_state_equal(t_layer, s_layer)
 
 
@@ -113,7 +127,7 @@ def test_no_running_stats_uses_batch_statistics_in_eval():
     assert list(s_layer.state_dict()) == list(t_layer.state_dict()) == ["weight", "bias"]
     t_layer.eval()
     s_layer.eval()
-    _check_step(t_layer, s_layer, _x(6, 3), eager=True)
+    _check_step(t_layer, s_layer, _x(6, 3))
 
 
 def test_state_dict_layout_and_int64_checkpoint():
@@ -134,11 +148,18 @@ def test_state_dict_layout_and_int64_checkpoint():
 
 def test_default_init_and_reset():
     layer = nn.BatchNorm1d(3)
-    np.testing.assert_array_equal(np.asarray(layer.weight), 1.0)
-    np.testing.assert_array_equal(np.asarray(layer.bias), 0.0)
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), 1.0)
+    np.testing.assert_array_equal(layer.bias.detach().numpy(), 0.0)
+    running_mean = layer.running_mean
+    aliases = layer.state_dict()
     layer(jnp.asarray(_x(4, 3)))
     assert np.asarray(layer.running_mean).any()
+    # Updated in place, as torch: the same buffer object, and earlier aliases see the values.
+    assert layer.running_mean is running_mean
+    np.testing.assert_array_equal(np.asarray(aliases["running_mean"]), running_mean.numpy())
+    assert int(aliases["num_batches_tracked"]) == 1
     layer.reset_running_stats()
+    assert layer.running_mean is running_mean
     np.testing.assert_array_equal(np.asarray(layer.running_mean), 0.0)
     np.testing.assert_array_equal(np.asarray(layer.running_var), 1.0)
     assert int(layer.num_batches_tracked) == 0
@@ -160,7 +181,7 @@ def test_input_validation():
         torch.nn.BatchNorm2d(3)(torch.ones(2, 3, 4))
 
 
-def test_running_stats_flow_through_jit_and_spx_backward():
+def test_running_stats_flow_through_jit():
     t_layer, s_layer = _pair("BatchNorm1d", 3)
     x_np = _x(8, 3)
 
@@ -174,7 +195,23 @@ def test_running_stats_flow_through_jit_and_spx_backward():
     t_layer(torch.tensor(x_np))
     _assert_state_equal(t_layer, updated)
 
-    # Torch style: spx.backward fills .grad and writes the assigned buffers back.
+
+def test_running_stats_and_grads_with_loss_backward():
+    t_layer, s_layer = _pair("BatchNorm1d", 3)
+    cot = np.random.default_rng(1).standard_normal((8, 3)).astype(np.float32)
+    for seed in range(2):  # .grad accumulates across the two steps, as in torch
+        x_np = _x(8, 3, seed=seed)
+        (t_layer(torch.tensor(x_np)) * torch.tensor(cot)).sum().backward()
+        (s_layer(spx.tensor(x_np)) * spx.tensor(cot)).sum().backward()
+        _assert_state_equal(t_layer, s_layer)
+        for name, p in t_layer.named_parameters():
+            np.testing.assert_allclose(
+                getattr(s_layer, name).grad.numpy(), p.grad.numpy(), rtol=RTOL, atol=ATOL
+            )
+
+
+def test_running_stats_flow_through_spx_backward():
+    # The functional form: spx.backward fills .grad and the buffers see the forward's update.
     t_layer, s_layer = _pair("BatchNorm1d", 3)
     cot = np.random.default_rng(1).standard_normal((8, 3)).astype(np.float32)
     for seed in range(2):
@@ -182,7 +219,7 @@ def test_running_stats_flow_through_jit_and_spx_backward():
         t_layer.zero_grad()
         (t_layer(torch.tensor(x_np)) * torch.tensor(cot)).sum().backward()
         s_layer.zero_grad()
-        spx.backward(lambda m, x=x_np: (m(jnp.asarray(x)) * cot).sum(), s_layer)
+        spx.backward(lambda m, x=x_np: (m(jnp.asarray(x)) * spx.tensor(cot)).sum(), s_layer)
         _assert_state_equal(t_layer, s_layer)
         for name, p in t_layer.named_parameters():
             np.testing.assert_allclose(
@@ -199,8 +236,7 @@ def test_batchnorm3d_train_and_eval_match_torch():
     for mode in ("train", "eval"):
         getattr(t_layer, mode)()
         getattr(s_layer, mode)()
-        yt = t_layer(torch.tensor(x_np)).detach().numpy()
-        np.testing.assert_allclose(np.asarray(s_layer(jnp.asarray(x_np))), yt, rtol=RTOL, atol=ATOL)
+        _check_step(t_layer, s_layer, x_np)  # outputs, grads, running stats
         _assert_state_equal(t_layer, s_layer)
     with pytest.raises(ValueError, match="5D"):
         s_layer(jnp.ones((2, 2, 3)))

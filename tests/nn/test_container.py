@@ -7,7 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
+from tests.nn._parity import check_module
 
 torch = pytest.importorskip("torch")
 
@@ -48,19 +50,8 @@ def test_sequential_forward_and_grads_match_torch():
         "0.weight", "0.bias", "2.weight", "2.bias",
     ]  # fmt: skip
     x_np = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
-    cot = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
-    xt = torch.tensor(x_np, requires_grad=True)
-    yt = t(xt)
-    (yt * torch.tensor(cot)).sum().backward()
-    x = jnp.asarray(x_np)
-    np.testing.assert_allclose(np.asarray(s(x)), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
-    g_m, g_x = jax.jit(jax.grad(lambda m, x: (m(x) * cot).sum(), argnums=(0, 1)))(s, x)
-    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
-    grads = dict(g_m.named_parameters())
-    for name, p in t.named_parameters():
-        np.testing.assert_allclose(
-            np.asarray(grads[name].data), p.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=name
-        )
+    # Output, input grad and every parameter's .grad: loss.backward() and under jax.vjp.
+    check_module(t, s, [x_np], rtol=1e-5, atol=1e-6, param_atol=1e-6)
 
 
 def test_sequential_from_ordered_dict_keeps_names():
@@ -212,6 +203,11 @@ def test_module_list_state_dict_keys_and_repr_match_torch():
             super().__init__()
             self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(3)])
 
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
     class SNet(nn.Module):
         def __init__(self):
             super().__init__()
@@ -227,11 +223,8 @@ def test_module_list_state_dict_keys_and_repr_match_torch():
     assert list(s.state_dict()) == list(t.state_dict())
     assert "layers.1.bias" in s.state_dict()
     assert repr(s).replace("SNet", "TNet") == repr(t)
-    y = s(jnp.ones((2, 3)))
-    x = torch.ones(2, 3)
-    for layer in t.layers:
-        x = layer(x)
-    np.testing.assert_allclose(np.asarray(y), x.detach().numpy(), rtol=1e-5, atol=1e-6)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    check_module(t, s, [x], rtol=1e-5, atol=1e-6, param_atol=1e-6)
     mixed_t = torch.nn.ModuleList(_mods(torch.nn, ["ReLU", "ReLU", "Tanh", "ReLU", "ReLU"]))
     mixed_s = nn.ModuleList(_mods(nn, ["ReLU", "ReLU", "Tanh", "ReLU", "ReLU"]))
     assert repr(mixed_s) == repr(mixed_t)
@@ -335,9 +328,20 @@ def test_parameter_list_repr_and_grads_in_a_model():
 
     m = Scale()
     assert list(m.state_dict()) == ["params.0", "params.1"]
-    g = jax.grad(lambda m: m(jnp.ones(3)).sum())(m)
+    g = jax.grad(lambda m: jnp.asarray(m(jnp.ones(3)).sum()))(m)
     np.testing.assert_allclose(np.asarray(g.params[0].data), 3.0)
     np.testing.assert_allclose(np.asarray(g.params[1].data), 2.0)
+    # torch flow: loss.backward() reaches the listed parameters' .grad.
+    m(spx.ones(3)).sum().backward()
+    np.testing.assert_allclose(m.params[0].grad.numpy(), 3.0)
+    np.testing.assert_allclose(m.params[1].grad.numpy(), 2.0)
+    # A plain (non-Parameter) Tensor is wrapped into a Parameter, as torch wraps tensors.
+    wrapped = nn.ParameterList([spx.zeros(2)])
+    assert type(wrapped[0]) is nn.Parameter and wrapped[0].requires_grad
+    pd = nn.ParameterDict({"w": spx.ones(2)})
+    assert type(pd["w"]) is nn.Parameter
+    (pd["w"] * 3).sum().backward()
+    np.testing.assert_allclose(pd["w"].grad.numpy(), 3.0)
 
 
 # -- ParameterDict -------------------------------------------------------------------------------
@@ -395,7 +399,7 @@ def test_parameter_dict_repr_and_pytree():
     assert repr(s) == repr(t).replace("torch.FloatTensor", "float32")
     doubled = jax.tree.map(lambda x: x + 1, s)
     assert list(doubled) == list(s)
-    np.testing.assert_array_equal(np.asarray(doubled["w"]), 1.0)
+    np.testing.assert_array_equal(doubled["w"].detach().numpy(), 1.0)
     # Key order is structure: two equal dicts have equal treedefs, a mutation changes it.
     other = nn.ParameterDict({"w": jnp.ones((2, 3)), "b": jnp.ones(3)})
     assert jax.tree.structure(s) == jax.tree.structure(other)

@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
 from spx.nn.modules.conv import LazyConv2d  # not in spx.nn's name map yet
+from tests.nn._parity import check_module, copy_weights
 
 torch = pytest.importorskip("torch")
 
@@ -17,37 +19,13 @@ torch = pytest.importorskip("torch")
 RTOL, ATOL = 1e-5, 2e-6
 
 
-def _copy(t_layer, s_layer):
-    missing, unexpected = s_layer.load_state_dict(
-        {k: v.detach().numpy() for k, v in t_layer.state_dict().items()}
-    )
-    assert not missing and not unexpected
-
-
 def _check_parity(t_layer, s_layer, x_np):
-    """Outputs and grads w.r.t. input and every parameter match torch."""
-    _copy(t_layer, s_layer)
+    """Outputs and grads w.r.t. input and every parameter match torch (both autograd forms)."""
+    copy_weights(t_layer, s_layer)
     assert list(s_layer.state_dict()) == list(t_layer.state_dict())
     for k, v in t_layer.state_dict().items():
         assert s_layer.state_dict()[k].shape == tuple(v.shape)
-    xt = torch.tensor(x_np, requires_grad=True)
-    yt = t_layer(xt)
-    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
-    (yt * torch.from_numpy(cot)).sum().backward()
-
-    # One jitted program per case: eager op-by-op dispatch would compile every forward and
-    # backward primitive separately, several times the cost (eager use: test_jit_and_grad...).
-    run = jax.jit(
-        lambda m, x: (m(x), jax.grad(lambda m, x: (m(x) * cot).sum(), argnums=(0, 1))(m, x))
-    )
-    y, (g_layer, g_x) = run(s_layer, jnp.asarray(x_np))
-    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
-    grads = dict(g_layer.named_parameters())
-    for name, p in t_layer.named_parameters():
-        np.testing.assert_allclose(
-            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
-        )
+    check_module(t_layer, s_layer, [x_np], rtol=RTOL, atol=ATOL, param_atol=5 * ATOL)
 
 
 # Cases share in_channels=4 and few weight shapes: every new shape costs an XLA compile of the
@@ -151,14 +129,18 @@ def test_lazy_conv_materializes_same_parameter():
     assert y.shape == (2, 8, 9, 8) and layer.in_channels == 4
     assert layer.weight is weight and weight.shape == (8, 4, 3, 3)
     assert nn.Conv1d(None, 8, 3)(jnp.ones((2, 4, 11))).shape == (2, 8, 9)
+    # The materialized layer computes and trains like torch's.
+    torch.manual_seed(0)
+    x = np.random.default_rng(4).standard_normal((2, 4, 9, 8)).astype(np.float32)
+    _check_parity(torch.nn.Conv2d(4, 8, 3, 1, 1), layer, x)
 
 
 def test_jit_and_grad_through_module():
     layer = nn.Conv2d(4, 8, 3, padding=1, padding_mode="reflect")
     x = jnp.ones((2, 4, 9, 8))
-    np.testing.assert_allclose(
-        np.asarray(jax.jit(lambda m, x: m(x))(layer, x)), np.asarray(layer(x)), rtol=1e-6
-    )
+    with spx.no_grad():
+        eager = layer(x).numpy()
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda m, x: m(x))(layer, x)), eager, rtol=1e-6)
 
 
 def test_constructor_validation():

@@ -9,6 +9,7 @@ import spx
 from spx import nn
 from spx.nn import functional as F
 from spx.nn.modules.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
+from tests.nn._parity import host
 
 torch = pytest.importorskip("torch")
 
@@ -41,6 +42,8 @@ def test_eval_is_identity_and_draws_no_key():
     key_before = spx.random.get_key()
     y = drop(X)
     np.testing.assert_array_equal(np.asarray(y), np.asarray(X))
+    x = spx.tensor(np.asarray(X))
+    assert drop(x) is x  # as torch: the input tensor itself
     assert (jax.random.key_data(spx.random.get_key()) == jax.random.key_data(key_before)).all()
     assert drop.train() is drop and drop.training
 
@@ -81,8 +84,13 @@ def test_gradient_is_the_scaled_mask():
     spx.manual_seed(3)
     y = np.asarray(drop(X))
     spx.manual_seed(3)
-    g = jax.grad(lambda x: drop(x).sum())(X)
+    g = jax.grad(lambda x: jnp.asarray(drop(x).sum()))(X)
     np.testing.assert_allclose(np.asarray(g), (y != 0) / 0.75, rtol=1e-6)
+    # torch flow: the same seed gives the same mask, and .grad is the scaled mask.
+    spx.manual_seed(3)
+    x = spx.tensor(np.asarray(X), requires_grad=True)
+    drop(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (y != 0) / 0.75, rtol=1e-6)
 
 
 def test_compiled_step_gets_fresh_masks():
@@ -104,6 +112,39 @@ def test_channel_dropout_zeroes_whole_channels():
     assert Dropout1d(0.5)(jnp.ones((4, 3, 7))).shape == (4, 3, 7)
     assert Dropout3d(0.5)(jnp.ones((2, 3, 2, 2, 2))).shape == (2, 3, 2, 2, 2)
     np.testing.assert_array_equal(np.asarray(Dropout2d(0.5).eval()(x)), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("layer", "shape"),
+    [
+        (Dropout1d(0.5), (4, 6, 5)),
+        (Dropout2d(0.5), (4, 6, 3, 3)),
+        (Dropout3d(0.5), (2, 6, 2, 2, 2)),
+    ],
+    ids=["1d", "2d", "3d"],
+)
+def test_channel_dropout_gradient_is_the_scaled_mask(layer, shape):
+    spx.manual_seed(1)
+    x = spx.ones(*shape, requires_grad=True)
+    y = layer(x)
+    (y * 3.0).sum().backward()
+    mask = host(y)  # 0 or 1 / (1 - p) = 2 per element, whole channels at once
+    assert set(np.unique(mask).tolist()) == {0.0, 2.0}
+    np.testing.assert_array_equal(x.grad.numpy(), 3.0 * mask)
+
+
+def test_alpha_dropout_gradient_is_the_kept_mask_times_a():
+    spx.manual_seed(2)
+    p = 0.2
+    x = spx.tensor(np.random.default_rng(0).standard_normal(1000).astype(np.float32))
+    x.requires_grad_()
+    y = AlphaDropout(p)(x)
+    y.sum().backward()
+    alpha = 1.7580993408473766
+    a = 1.0 / np.sqrt((alpha**2 * p + 1) * (1 - p))
+    kept = np.isclose(host(y), x.detach().numpy() * a + alpha * a * p, rtol=1e-5, atol=1e-6)
+    assert 0.7 < kept.mean() < 0.9
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, a, 0.0), rtol=1e-6)
 
 
 def test_alpha_dropout_keeps_mean_and_variance():

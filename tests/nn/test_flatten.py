@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
 
 torch = pytest.importorskip("torch")
@@ -16,11 +17,19 @@ def _compare(t_layer, s_layer, x_np):
     assert repr(s_layer) == repr(t_layer)
     yt = t_layer(torch.tensor(x_np))
     y = s_layer(jnp.asarray(x_np))
-    assert y.shape == tuple(yt.shape)
-    np.testing.assert_array_equal(np.asarray(y), yt.numpy())
+    assert isinstance(y, spx.Tensor) and y.shape == tuple(yt.shape)
+    np.testing.assert_array_equal(y.numpy(), yt.numpy())
     cot = np.random.default_rng(0).standard_normal(y.shape).astype(np.float32)
-    g = jax.jit(jax.grad(lambda x: (s_layer(x) * cot).sum()))(jnp.asarray(x_np))
+    g = jax.jit(jax.grad(lambda x: (jnp.asarray(s_layer(x)) * cot).sum()))(jnp.asarray(x_np))
     np.testing.assert_array_equal(np.asarray(g), cot.reshape(x_np.shape))
+    # torch flow: a Tensor input that requires grad; the output is a view of it, as in torch.
+    x = spx.tensor(x_np, requires_grad=True)
+    (s_layer(x) * spx.tensor(cot)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), cot.reshape(x_np.shape))
+    base = spx.tensor(x_np)
+    view = s_layer(base)
+    view.zero_()
+    np.testing.assert_array_equal(base.numpy(), np.zeros_like(x_np))
 
 
 @pytest.mark.parametrize(
@@ -47,7 +56,7 @@ def test_unflatten_matches_torch(args, x_shape):
 
 def test_flatten_unflatten_round_trip_in_a_sequential():
     model = nn.Sequential(nn.Flatten(), nn.Unflatten(1, (3, 4, 5)))
-    np.testing.assert_array_equal(np.asarray(model(jnp.asarray(X))), X)
+    np.testing.assert_array_equal(model(jnp.asarray(X)).numpy(), X)
     assert list(model.state_dict()) == []
 
 

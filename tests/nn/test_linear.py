@@ -10,48 +10,20 @@ import pytest
 import spx
 from spx import nn
 from spx.nn import functional as F
+from tests.nn._parity import check_module, copy_weights
 
 torch = pytest.importorskip("torch")
 
 RTOL, ATOL = 1e-5, 1e-6
 
 
-def _copy(t_layer, s_layer):
-    result = s_layer.load_state_dict(
-        {k: v.detach().numpy() for k, v in t_layer.state_dict().items()}
-    )
-    assert result == ([], [])
-
-
-@jax.jit
-def _out_and_grads(m, xs, cot):
-    # One compiled program per case: far cheaper than op-by-op eager autodiff.
-    y, vjp = jax.vjp(lambda m, xs: m(*xs), m, xs)
-    return y, vjp(cot)
-
-
 def _check_parity(t_layer, s_layer, *x_nps):
-    """Outputs and grads w.r.t. every input and parameter match torch."""
-    t_layer.zero_grad()
-    _copy(t_layer, s_layer)
+    """Outputs and grads w.r.t. every input and parameter match torch (both autograd forms)."""
+    copy_weights(t_layer, s_layer)
     assert [(k, tuple(v.shape)) for k, v in s_layer.state_dict().items()] == [
         (k, tuple(v.shape)) for k, v in t_layer.state_dict().items()
     ]
-    xts = [torch.tensor(x, requires_grad=True) for x in x_nps]
-    yt = t_layer(*xts)
-    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
-    (yt * torch.tensor(cot)).sum().backward()
-    xs = [jnp.asarray(x) for x in x_nps]
-    np.testing.assert_allclose(np.asarray(s_layer(*xs)), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    y, grads = _out_and_grads(s_layer, xs, jnp.asarray(cot))
-    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    for g, xt in zip(grads[1], xts, strict=True):
-        np.testing.assert_allclose(np.asarray(g), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
-    g_params = dict(grads[0].named_parameters())
-    for name, p in t_layer.named_parameters():
-        np.testing.assert_allclose(
-            np.asarray(g_params[name].data), p.grad.numpy(), rtol=RTOL, atol=5 * ATOL, err_msg=name
-        )
+    check_module(t_layer, s_layer, x_nps, rtol=RTOL, atol=ATOL)
 
 
 def _x(*shape, seed=0):
@@ -71,7 +43,7 @@ def test_linear_matches_torch(bias):
 def test_linear_default_init_statistics():
     spx.manual_seed(0)
     layer = nn.Linear(256, 128)
-    w, b = np.asarray(layer.weight), np.asarray(layer.bias)
+    w, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
     # kaiming_uniform_(a=sqrt(5)) on (out, in) is U(-1/sqrt(in), 1/sqrt(in)); bias the same.
     bound = 1 / math.sqrt(256)
     assert w.shape == (128, 256) and b.shape == (128,)
@@ -82,8 +54,8 @@ def test_linear_default_init_statistics():
     assert abs(w.std() - t_w.std()) < 0.03 * bound
     spx.manual_seed(0)
     again = nn.Linear(256, 128)
-    np.testing.assert_array_equal(np.asarray(again.weight), w)  # seeded: reproducible
-    assert not np.array_equal(np.asarray(nn.Linear(256, 128).weight), w)
+    np.testing.assert_array_equal(again.weight.detach().numpy(), w)  # seeded: reproducible
+    assert not np.array_equal(nn.Linear(256, 128).weight.detach().numpy(), w)
 
 
 def test_linear_dtype_and_validation():
@@ -126,8 +98,9 @@ def test_deferred_init_materializes_the_same_parameter_objects(make):
     assert type(weight) is nn.Parameter and weight.shape == (4, 5) and bias.shape == (4,)
     assert layer.in_features == 5 and not layer.has_uninitialized_params()
     bound = 1 / math.sqrt(5)
-    assert np.abs(np.asarray(weight)).max() <= bound and np.abs(np.asarray(bias)).max() <= bound
-    assert np.asarray(weight).std() > 0
+    w, b = weight.detach().numpy(), bias.detach().numpy()
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    assert w.std() > 0
     with pytest.raises(ValueError, match="in_features=5"):
         layer(jnp.ones((2, 6)))
     torch.manual_seed(0)
@@ -151,18 +124,24 @@ def test_lazy_linear_loaded_from_a_checkpoint_runs():
 def test_linear_in_jit_and_grad():
     layer = nn.Linear(4, 2)
     x = jnp.ones((3, 4))
-    np.testing.assert_allclose(
-        np.asarray(jax.jit(lambda m, x: m(x))(layer, x)), np.asarray(layer(x)), rtol=1e-6
-    )
-    g = jax.grad(lambda m: m(x).sum())(layer)
+    with spx.no_grad():
+        eager = layer(x).numpy()
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda m, x: m(x))(layer, x)), eager, rtol=1e-6)
+    g = jax.grad(lambda m: jnp.asarray(m(x).sum()))(layer)
     assert type(g) is nn.Linear and g.weight.shape == (2, 4)
-    np.testing.assert_allclose(np.asarray(g.bias.data), 3.0)
+    np.testing.assert_allclose(g.bias.detach().numpy(), 3.0)
+    # torch flow on the same layer.
+    layer(x).sum().backward()
+    np.testing.assert_allclose(layer.bias.grad.numpy(), 3.0)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), g.weight.detach().numpy())
 
 
 def test_identity_returns_its_input_and_ignores_arguments():
     layer = nn.Identity(54, unused="argument")
     x = jnp.ones((2, 3))
     assert layer(x) is x
+    t = spx.ones(2, 3, requires_grad=True)
+    assert layer(t) is t
     assert repr(layer) == repr(torch.nn.Identity(54)) == "Identity()"
     assert list(layer.state_dict()) == []
 
@@ -174,7 +153,7 @@ def test_bilinear_matches_torch(bias):
     assert repr(s_layer) == repr(t_layer)
     _check_parity(t_layer, s_layer, _x(5, 3), _x(5, 4, seed=1))
     bound = 1 / math.sqrt(3)
-    assert np.abs(np.asarray(nn.Bilinear(3, 4, 2).weight)).max() <= bound
+    assert np.abs(nn.Bilinear(3, 4, 2).weight.detach().numpy()).max() <= bound
 
 
 @pytest.mark.parametrize(

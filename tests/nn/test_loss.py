@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from spx import nn
+from tests.nn._parity import check_module
 
 torch = pytest.importorskip("torch")
 
@@ -29,17 +30,8 @@ def _check(t_loss, s_loss, x, target):
     """Same value and same gradient w.r.t. the input; same state_dict as torch."""
     assert list(s_loss.state_dict()) == list(t_loss.state_dict())
     for k, v in t_loss.state_dict().items():
-        np.testing.assert_array_equal(np.asarray(s_loss.state_dict()[k]), v.numpy())
-    xt = torch.tensor(x, requires_grad=True)
-    yt = t_loss(xt, _t(target))
-    cot = _rand(tuple(yt.shape), 9)
-    (yt * _t(cot)).sum().backward()
-
-    g = jax.grad(lambda x: (s_loss(x, jnp.asarray(target)) * cot).sum())(jnp.asarray(x))
-    out = s_loss(jnp.asarray(x), jnp.asarray(target))
-    assert out.shape == tuple(yt.shape)
-    np.testing.assert_allclose(np.asarray(out), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(np.asarray(g), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
+        np.testing.assert_array_equal(s_loss.state_dict()[k].numpy(), v.numpy())
+    check_module(t_loss, s_loss, [x, target], rtol=RTOL, atol=ATOL, diff=[0], cot_seed=9)
 
 
 def _targets(shape, seed, ignore=False):

@@ -11,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
+from tests.nn._parity import check_module
 
 torch = pytest.importorskip("torch")
 
@@ -130,8 +132,9 @@ def test_state_dict_order_is_params_then_persistent_buffers_then_children():
     assert "enc.scratch" not in s.state_dict()
     for k, v in t.state_dict().items():
         got = s.state_dict()[k]
-        assert isinstance(got, jax.Array)
-        np.testing.assert_array_equal(np.asarray(got), v.numpy())
+        # As torch: detached tensors sharing storage with the parameters and buffers.
+        assert type(got) is spx.Tensor and not got.requires_grad
+        np.testing.assert_array_equal(got.numpy(), v.numpy())
     kept = s.state_dict(keep_vars=True)
     assert kept["enc.weight"] is s.enc.weight
     assert list(s.state_dict(prefix="model.")) == [f"model.{k}" for k in t.state_dict()]
@@ -413,9 +416,12 @@ def test_deepcopy_is_independent_and_keeps_sharing():
     c = copy.deepcopy(s)
     assert c.shared is c.enc and c.enc is not s.enc
     assert c.enc.weight is not s.enc.weight
-    np.testing.assert_array_equal(np.asarray(c.enc.weight), np.asarray(s.enc.weight))
+    np.testing.assert_array_equal(c.enc.weight.detach().numpy(), s.enc.weight.detach().numpy())
     c.enc.weight.data = jnp.zeros((3, 3))
-    assert np.asarray(s.enc.weight).any()
+    assert s.enc.weight.detach().numpy().any()
+    with spx.no_grad():
+        c.enc.weight.add_(1.0)  # in place on the copy: the original does not change
+    assert not (c.enc.weight.detach().numpy() == s.enc.weight.detach().numpy()).any()
 
 
 # -- pytree --------------------------------------------------------------------------------------
@@ -449,6 +455,8 @@ def test_jit_and_grad_of_a_module_match_torch():
         np.testing.assert_allclose(
             np.asarray(grads[name].data), p.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=name
         )
+    # torch flow: a user Module written with operators and .T, loss.backward() into .grad.
+    check_module(t, s, [x_np], rtol=1e-5, atol=1e-5, param_atol=1e-5)
 
 
 def test_structurally_equal_modules_share_the_jit_cache():

@@ -1,11 +1,11 @@
 """LayerNorm / RMSNorm / GroupNorm against torch.nn: outputs, grads, state_dict, init, repr."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from spx import nn
+from tests.nn._parity import check_module, copy_weights, host
 
 torch = pytest.importorskip("torch")
 
@@ -20,37 +20,16 @@ def _randomize(t_layer):
             p.copy_(torch.randn(p.shape))
 
 
-@jax.jit
-def _out_and_grads(m, x, cot):
-    # One compiled program per case: far cheaper than op-by-op eager autodiff.
-    y, vjp = jax.vjp(lambda m, x: m(x), m, x)
-    return (y, *vjp(cot))
-
-
 def _check_parity(t_layer, s_layer, x_np):
     _randomize(t_layer)
-    result = s_layer.load_state_dict(
-        {k: v.detach().numpy() for k, v in t_layer.state_dict().items()}
-    )
-    assert result == ([], [])
+    copy_weights(t_layer, s_layer)
     assert [(k, tuple(v.shape)) for k, v in s_layer.state_dict().items()] == [
         (k, tuple(v.shape)) for k, v in t_layer.state_dict().items()
     ]
-    xt = torch.tensor(x_np, requires_grad=True)
-    yt = t_layer(xt)
-    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
-    (yt * torch.tensor(cot)).sum().backward()
-    x = jnp.asarray(x_np)
-    np.testing.assert_allclose(np.asarray(s_layer(x)), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    y, g_m, g_x = _out_and_grads(s_layer, x, jnp.asarray(cot))
-    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(np.asarray(g_x), xt.grad.numpy(), rtol=RTOL, atol=ATOL)
-    grads = dict(g_m.named_parameters())
-    assert sorted(grads) == sorted(n for n, _ in t_layer.named_parameters())
-    for name, p in t_layer.named_parameters():
-        np.testing.assert_allclose(
-            np.asarray(grads[name].data), p.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=name
-        )
+    assert sorted(n for n, _ in s_layer.named_parameters()) == sorted(
+        n for n, _ in t_layer.named_parameters()
+    )
+    check_module(t_layer, s_layer, [x_np], rtol=RTOL, atol=ATOL, param_atol=ATOL)
 
 
 def _x(*shape):
@@ -121,7 +100,7 @@ def test_rms_norm_default_eps_is_the_dtype_epsilon():
     # torch: eps=None means torch.finfo(input.dtype).eps; check it on a near-zero input.
     x = np.full((1, 4), 1e-4, np.float32)
     y_t = torch.nn.RMSNorm(4)(torch.tensor(x)).detach().numpy()
-    np.testing.assert_allclose(np.asarray(nn.RMSNorm(4)(jnp.asarray(x))), y_t, rtol=1e-5)
+    np.testing.assert_allclose(host(nn.RMSNorm(4)(jnp.asarray(x))), y_t, rtol=1e-5)
 
 
 def test_shape_validation():

@@ -10,6 +10,7 @@ import pytest
 import spx
 from spx import nn
 from spx.nn import functional as F
+from tests.nn._parity import check_module, copy_weights
 
 torch = pytest.importorskip("torch")
 
@@ -17,31 +18,27 @@ RTOL, ATOL = 1e-5, 1e-6
 IDX = np.array([[1, 2, 4, 2], [0, 9, 2, 7]], dtype=np.int32)  # repeats on purpose
 
 
-@jax.jit
-def _out_and_grad(m, idx, cot):
-    # One compiled program per case: far cheaper than op-by-op eager autodiff.
-    y, vjp = jax.vjp(lambda m: m(idx), m)
-    return y, vjp(cot)[0]
-
-
 def _check_parity(t_layer, s_layer, idx=IDX):
-    """Output and weight gradient match torch; returns the spx gradient module."""
-    s_layer.load_state_dict({k: v.detach().numpy() for k, v in t_layer.state_dict().items()})
+    """Output and weight gradient match torch (both autograd forms)."""
+    copy_weights(t_layer, s_layer)
     assert [(k, tuple(v.shape)) for k, v in s_layer.state_dict().items()] == [
         (k, tuple(v.shape)) for k, v in t_layer.state_dict().items()
     ]
-    t_layer.zero_grad()
-    yt = t_layer(torch.tensor(idx, dtype=torch.long))
-    cot = np.random.default_rng(1).standard_normal(tuple(yt.shape)).astype(np.float32)
-    (yt * torch.tensor(cot)).sum().backward()
-    x = jnp.asarray(idx)
-    np.testing.assert_allclose(np.asarray(s_layer(x)), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    y, g = _out_and_grad(s_layer, x, jnp.asarray(cot))
-    np.testing.assert_allclose(np.asarray(y), yt.detach().numpy(), rtol=RTOL, atol=ATOL)
-    t_grad = t_layer.weight.grad
-    t_grad = t_grad.to_dense() if t_grad.is_sparse else t_grad  # spx grads are always dense
-    np.testing.assert_allclose(np.asarray(g.weight.data), t_grad.numpy(), rtol=RTOL, atol=ATOL)
-    return g
+    check_module(_LongInput(t_layer), s_layer, [idx], rtol=RTOL, atol=ATOL, param_atol=ATOL)
+
+
+class _LongInput(torch.nn.Module):
+    """torch's Embedding wants int64 indices; spx takes the int32 ones as they are."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, idx):
+        return self.layer(idx.long())
+
+    def named_parameters(self, *args, **kwargs):
+        return self.layer.named_parameters(*args, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -61,9 +58,9 @@ def test_embedding_matches_torch(kwargs):
     t_layer, s_layer = torch.nn.Embedding(10, 3, **kwargs), nn.Embedding(10, 3, **kwargs)
     assert repr(s_layer) == repr(t_layer)
     assert s_layer.padding_idx == t_layer.padding_idx
-    g = _check_parity(t_layer, s_layer)
+    _check_parity(t_layer, s_layer)
     if s_layer.padding_idx is not None:
-        assert not np.asarray(g.weight.data)[s_layer.padding_idx].any()
+        assert not s_layer.weight.grad.numpy()[s_layer.padding_idx].any()
 
 
 def test_max_norm_output_and_grad_match_torch():
@@ -81,13 +78,14 @@ def test_max_norm_output_and_grad_match_torch():
 def test_default_init_is_standard_normal_with_zero_padding_row():
     spx.manual_seed(0)
     layer = nn.Embedding(2000, 16, padding_idx=3)
-    w = np.asarray(layer.weight)
+    w = layer.weight.detach().numpy()
     assert w.shape == (2000, 16) and w.dtype == np.float32
     assert not w[3].any()
     rest = np.delete(w, 3, axis=0)
     assert abs(rest.mean()) < 0.02 and abs(rest.std() - 1.0) < 0.02
     spx.manual_seed(0)
-    np.testing.assert_array_equal(np.asarray(nn.Embedding(2000, 16, padding_idx=3).weight), w)
+    again = nn.Embedding(2000, 16, padding_idx=3)
+    np.testing.assert_array_equal(again.weight.detach().numpy(), w)
     assert layer.weight.requires_grad
 
 
@@ -111,7 +109,7 @@ def test_from_pretrained_like_torch():
 def test_weight_argument_and_validation():
     table = jnp.ones((5, 2))
     layer = nn.Embedding(5, 2, _weight=table)
-    np.testing.assert_array_equal(np.asarray(layer.weight), 1.0)
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), 1.0)
     with pytest.raises(ValueError, match=r"\(4, 2\)"):
         nn.Embedding(4, 2, _weight=table)
     with pytest.raises(ValueError, match="padding_idx"):
@@ -138,7 +136,13 @@ def test_embedding_in_jit_and_a_model():
     assert list(model.state_dict()) == ["emb.weight", "head.weight"]
     out = jax.jit(lambda m, i: m(i))(model, jnp.asarray(IDX))
     assert out.shape == (2, 4, 10)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(model(jnp.asarray(IDX))), rtol=1e-6)
+    with spx.no_grad():
+        eager = model(jnp.asarray(IDX)).numpy()
+    np.testing.assert_allclose(np.asarray(out), eager, rtol=1e-6)
+    # torch flow through both layers.
+    model(spx.tensor(IDX)).sum().backward()
+    assert model.emb.weight.grad.shape == (10, 4) and model.head.weight.grad.shape == (10, 4)
+    assert model.emb.weight.grad.numpy()[3].sum() == 0  # index 3 is not looked up
 
 
 @pytest.mark.parametrize("bad", [7, 5, -1])

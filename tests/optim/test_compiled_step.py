@@ -183,3 +183,52 @@ def test_traced_switch_without_a_concrete_value_explains():
 
     with pytest.raises(TypeError, match="never seen concretely"):
         step(0.9, jnp.ones(3))
+
+
+def _twin_loss(params, x):
+    # The same expression for torch and spx tensors: tensor methods only.
+    return sum(((p * x).tanh() ** 2).mean() for p in params)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("SGD", dict(lr=0.05, momentum=0.9)),
+        ("Adam", dict(lr=1e-2)),
+        ("RMSprop", dict(lr=1e-3, momentum=0.5, alpha=0.75)),
+    ],
+)
+def test_loss_backward_with_one_cycle_matches_torch(name, kwargs, compiled):
+    # torch's loop renamed: zero_grad, loss.backward(), step, scheduler step; each step's
+    # loss, parameters and grads equal torch's, eager and inside spx.compile.
+    torch_params, spx_params = twin_params()
+    torch_opt = getattr(torch.optim, name)(torch_params, **kwargs)
+    spx_opt = getattr(spx.optim, name)(spx_params, **kwargs)
+    torch_sched = torch.optim.lr_scheduler.OneCycleLR(torch_opt, max_lr=0.02, total_steps=20)
+    spx_sched = lr_scheduler.OneCycleLR(spx_opt, max_lr=0.02, total_steps=20)
+
+    def step(opt, x):
+        opt.zero_grad()
+        loss = _twin_loss(spx_params, x)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = spx.compile(step) if compiled else step
+    rng = np.random.default_rng(0)
+    for i in range(19):
+        x = float(rng.uniform(0.5, 2.0))
+        torch_opt.zero_grad()
+        torch_loss = _twin_loss(torch_params, x)
+        torch_loss.backward()
+        torch_opt.step()
+        loss = step(spx_opt, spx.tensor(x))
+        torch_sched.step()
+        spx_sched.step()
+        np.testing.assert_allclose(loss.item(), torch_loss.item(), rtol=1e-5, err_msg=str(i))
+        assert_match(torch_opt, spx_opt, torch_params, spx_params, f"after step {i + 1}")
+        for p, tp in zip(spx_params, torch_params, strict=True):
+            np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+    if compiled:
+        assert step.trace_count == 2  # without state, then with it; never for a new lr

@@ -154,3 +154,70 @@ def test_load_state_dict_checks_against_the_saved_hyperparameters():
     opt.load_state_dict(to_numpy_state_dict(t_opt.state_dict()))
     assert opt.param_groups[0]["momentum"] == 0.9
     assert set(opt.state[spx_params[0]]) == {"momentum_buffer"}
+
+
+def _leaf_loss(w, b, x):
+    # The same expression in torch and spx (tensor methods only).
+    return ((x @ w + b).tanh() ** 2).mean() + 0.1 * (w * w).sum()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=1e-2)), ("AdamW", dict(lr=1e-2))],
+)
+def test_plain_leaf_tensors_train_like_torch(name, kwargs, compiled):
+    # torch.zeros(..., requires_grad=True) leaves, no Parameter and no Module: torch's
+    # loss.backward() + optimizer flow, with spx.compile taking the leaves as arguments.
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((4, 3)).astype(np.float32)
+    tw = torch.tensor(w0, requires_grad=True)
+    tb = torch.zeros(3, requires_grad=True)
+    sw = spx.tensor(w0, requires_grad=True)
+    sb = spx.zeros(3, requires_grad=True)
+    assert type(sw) is spx.Tensor and sw.is_leaf and sb.is_leaf
+    topt = getattr(torch.optim, name)([tw, tb], **kwargs)
+    sopt = getattr(spx.optim, name)([sw, sb], **kwargs)
+
+    def step(w, b, opt, x):
+        opt.zero_grad()
+        loss = _leaf_loss(w, b, x)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = spx.compile(step) if compiled else step
+    for i in range(5):
+        x = rng.standard_normal((8, 4)).astype(np.float32)
+        topt.zero_grad()
+        tloss = _leaf_loss(tw, tb, torch.from_numpy(x))
+        tloss.backward()
+        topt.step()
+        sloss = step(sw, sb, sopt, spx.from_numpy(x))
+        np.testing.assert_allclose(sloss.item(), tloss.item(), rtol=1e-5, err_msg=str(i))
+        for s, t in ((sw, tw), (sb, tb)):
+            np.testing.assert_allclose(
+                s.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=str(i)
+            )
+            np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # The same objects were updated in place, and their state is keyed by them.
+    assert [id(p) for p in sopt.state] == [id(sw), id(sb)]
+
+
+def test_a_non_leaf_tensor_is_rejected_like_torch():
+    w = spx.zeros(3, requires_grad=True)
+    tw = torch.zeros(3, requires_grad=True)
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        torch.optim.SGD([tw * 2], lr=0.1)
+    with pytest.raises(ValueError, match=r"can't optimize a non-leaf Tensor.*detach"):
+        spx.optim.SGD([w * 2], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors"):
+        spx.optim.SGD([jnp.zeros(3)], lr=0.1)
+
+
+def test_state_dict_values_are_tensor_copies():
+    _, spx_opt, _, spx_params, _ = _stepped_adam(steps=1)
+    saved = spx_opt.state_dict()["state"][0]
+    for key in ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        assert isinstance(saved[key], spx.Tensor), key
+        assert saved[key]._data is not spx_opt.state[spx_params[0]][key]

@@ -27,6 +27,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from spx._tensor.tensor import Tensor
 from spx.distributed.reduce_op import _BINARY, ReduceOp
 
 AXIS = "r"
@@ -160,6 +161,8 @@ class MeshCollectives:
     # -- plumbing -----------------------------------------------------------------------------
     def _global(self, x: Any) -> tuple[jax.Array, tuple[int, ...]]:
         """This rank's block as its shard of a global array (rows of every rank stacked)."""
+        if isinstance(x, Tensor):
+            x = x._data
         if not isinstance(x, jax.Array) or x.devices() != {self.device}:
             x = jax.device_put(x, self.device)
         shape = tuple(x.shape)

@@ -39,6 +39,7 @@ import numpy as np
 from jax.experimental import transfer
 from jax.sharding import SingleDeviceSharding
 
+from spx._tensor.tensor import Tensor
 from spx.distributed.backend import Work
 
 _HEADER_DATA, _HEADER_REDIRECT = 0, 1
@@ -130,6 +131,8 @@ class Transfers:
         self.server.await_pull(uuid, [self._headers[_HEADER_DATA], *leaves])
 
     def _place(self, x: Any) -> jax.Array:
+        if isinstance(x, Tensor):
+            x = x._data
         if isinstance(x, jax.Array) and x.devices() == {self.device}:
             return x
         return jax.device_put(x, self.device)

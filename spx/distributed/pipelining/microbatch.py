@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor.tensor import Tensor
+
 
 @dataclass(frozen=True)
 class TensorChunkSpec:
@@ -51,12 +53,14 @@ class _Replicate:
 
 
 def _is_array(x: Any) -> bool:
-    return isinstance(x, jax.Array | np.ndarray)
+    return isinstance(x, jax.Array | np.ndarray | Tensor)
 
 
 def _split_value(value: Any, spec: Any, n: int, where: str) -> list[Any]:
     if spec is _Replicate or not _is_array(value):
         return [value] * n
+    if isinstance(value, Tensor):  # chunks of a Tensor are Tensors
+        return [Tensor._of(c) for c in _split_value(value._data, spec, n, where)]
     dim = spec.split_dim if isinstance(spec, TensorChunkSpec) else 0
     if value.ndim == 0:
         raise ValueError(f"{where}: cannot split a scalar array into {n} microbatches")

@@ -28,6 +28,8 @@ from typing import Any
 import jax
 from jax.core import eval_jaxpr
 
+from spx._tensor.tensor import Tensor
+from spx.distributed.pipelining.runtime.programs import to_arrays, to_tensors
 from spx.distributed.pipelining.split.cut import SplitPoint, StagePlan, Traced, plan_stages, trace
 from spx.distributed.pipelining.stage import PipelineStage
 from spx.nn.module import Module
@@ -133,7 +135,7 @@ class _StageModule(Module):
                         f"stage {self._spx_plan.index}: {'.'.join(path)!r} was removed from "
                         "the stage module, but the stage's program reads it"
                     )
-                values.append(getattr(value, "data", value))
+                values.append(value._data if isinstance(value, Tensor) else value)
         return values
 
     def _inputs(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -180,7 +182,7 @@ class _StageModule(Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         plan = self._spx_plan
-        inputs = self._inputs(args, kwargs)
+        inputs = self._inputs(*to_arrays((args, kwargs)))
         labels = [f"input {i}" for i in range(len(inputs))]
         self._check("inputs", labels, inputs, self._spx_input_avals)
         state = self._state()
@@ -190,7 +192,8 @@ class _StageModule(Module):
         )
         outs = self._spx_run(*state, *inputs)
         if plan.is_last:
-            return self._spx_out_tree.unflatten(outs)
+            return to_tensors(self._spx_out_tree.unflatten(outs))
+        outs = [Tensor._of(x) for x in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -204,12 +207,12 @@ class Pipe:
         num_stages: how many stages the split produced (markers + 1).
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
-        >>> pipe = pipeline(model, (jnp.ones((3, 4)),), split_spec={"1": SplitPoint.END})
-        >>> h = pipe.get_stage_module(0)(jnp.ones((3, 4)))  # what stage 1 receives
-        >>> pipe.get_stage_module(1)(h).shape, pipe(jnp.ones((3, 4))).shape
+        >>> pipe = pipeline(model, (spx.ones(3, 4),), split_spec={"1": SplitPoint.END})
+        >>> h = pipe.get_stage_module(0)(spx.ones(3, 4))  # what stage 1 receives
+        >>> tuple(pipe.get_stage_module(1)(h).shape), tuple(pipe(spx.ones(3, 4)).shape)
         ((3, 2), (3, 2))
     """
 
@@ -293,10 +296,10 @@ def pipeline(
         NotImplementedError: a parameter used by two stages (tied weights).
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        >>> pipe = pipeline(model, (jnp.ones((2, 4)),), split_spec={"2": SplitPoint.BEGINNING})
+        >>> pipe = pipeline(model, (spx.ones(2, 4),), split_spec={"2": SplitPoint.BEGINNING})
         >>> pipe.num_stages, list(pipe.get_stage_module(1).state_dict())
         (2, ['2.weight', '2.bias'])
     """

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TextIO
 
+from spx._tensor.tensor import Tensor
 from spx.distributed.pipelining.microbatch import (
     merge_chunks,
     split_args_kwargs_into_chunks,
     split_target,
 )
 from spx.distributed.pipelining.runtime.executor import RankRunner
+from spx.distributed.pipelining.runtime.programs import to_arrays, to_tensors
 from spx.distributed.pipelining.runtime.transport import Transport
 from spx.distributed.pipelining.stage import PipelineStage
 from spx.distributed.pipelining.tables import ir as _ir
@@ -219,6 +221,8 @@ class _PipelineSchedule:
         self, args, kwargs, target, losses, return_outputs, train: bool, loss_kwargs=None
     ) -> Any:
         n = self._n_microbatches
+        # The runtime moves plain arrays; the caller's Tensors are read once here.
+        args, kwargs, target = to_arrays((args, kwargs, target))
         holds_first = 0 in self._stages
         holds_last = self._num_stages - 1 in self._stages
         if holds_first:
@@ -253,10 +257,12 @@ class _PipelineSchedule:
         last = self._stages[self._num_stages - 1]
         if losses is not None:
             losses.clear()
-            losses.extend(last.losses[i] for i in range(n) if i in last.losses)
+            losses.extend(Tensor._of(last.losses[i]) for i in range(n) if i in last.losses)
         if not return_outputs:
             return None
-        return merge_chunks([last.outputs[i] for i in range(n)], self._output_merge_spec)
+        return to_tensors(
+            merge_chunks([last.outputs[i] for i in range(n)], self._output_merge_spec)
+        )
 
 
 class PipelineScheduleSingle(_PipelineSchedule):

@@ -150,9 +150,9 @@ class PipelineStage:
         self._reset_step()
         programs = self._programs
         for p in programs.binding.params:
-            data = p.data
+            data = p._data
             if getattr(data, "committed", True) is False or self.device not in data.devices():
-                p.data = jax.device_put(data, self.device)
+                p._data = jax.device_put(data, self.device)
         programs.read_params()
 
     # -- checks ------------------------------------------------------------------------------

@@ -1,89 +1,277 @@
-r"""Functional ops mirroring ``torch.nn.functional`` on plain jax arrays.
+r"""Functional ops mirroring ``torch.nn.functional``, on :class:`spx.Tensor`.
 
 Import as ``import spx.nn.functional as F``; names, argument order, defaults and numbers follow
 torch (see each function for the few documented differences, e.g. ``inplace=`` is ignored and
-random ops take an optional ``key=``). One file per theme; this module only re-exports.
+random ops take an optional ``key=``). Each function is implemented once over JAX arrays in the
+module of its theme and exported here as one recorded Tensor operation (``@recorded``): a call
+costs a few microseconds and autograd differentiates the implementation with JAX. Random ops
+draw their key from ``spx.manual_seed``'s generator when they call for one, before recording.
 """
 
-from .activation import celu as celu
-from .activation import elu as elu
-from .activation import gelu as gelu
-from .activation import glu as glu
-from .activation import gumbel_softmax as gumbel_softmax
-from .activation import hardshrink as hardshrink
-from .activation import hardsigmoid as hardsigmoid
-from .activation import hardswish as hardswish
-from .activation import hardtanh as hardtanh
-from .activation import leaky_relu as leaky_relu
-from .activation import log_softmax as log_softmax
-from .activation import logsigmoid as logsigmoid
-from .activation import mish as mish
-from .activation import prelu as prelu
-from .activation import relu as relu
-from .activation import relu6 as relu6
-from .activation import selu as selu
-from .activation import sigmoid as sigmoid
-from .activation import silu as silu
-from .activation import softmax as softmax
-from .activation import softmin as softmin
-from .activation import softplus as softplus
-from .activation import softshrink as softshrink
-from .activation import softsign as softsign
-from .activation import tanh as tanh
-from .activation import tanhshrink as tanhshrink
-from .activation import threshold as threshold
-from .attention import multi_head_attention_forward as multi_head_attention_forward
-from .attention import scaled_dot_product_attention as scaled_dot_product_attention
-from .conv import conv1d as conv1d
-from .conv import conv2d as conv2d
-from .conv import conv3d as conv3d
-from .conv import conv_transpose1d as conv_transpose1d
-from .conv import conv_transpose2d as conv_transpose2d
-from .conv import conv_transpose3d as conv_transpose3d
-from .cross_entropy import cross_entropy as cross_entropy
-from .cross_entropy import linear_cross_entropy as linear_cross_entropy
-from .cross_entropy import nll_loss as nll_loss
-from .distance import cosine_similarity as cosine_similarity
-from .distance import pairwise_distance as pairwise_distance
-from .dropout import alpha_dropout as alpha_dropout
-from .dropout import dropout as dropout
-from .dropout import dropout1d as dropout1d
-from .dropout import dropout2d as dropout2d
-from .dropout import dropout3d as dropout3d
-from .linear import bilinear as bilinear
-from .linear import linear as linear
-from .loss import binary_cross_entropy as binary_cross_entropy
-from .loss import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
-from .loss import huber_loss as huber_loss
-from .loss import kl_div as kl_div
-from .loss import l1_loss as l1_loss
-from .loss import margin_ranking_loss as margin_ranking_loss
-from .loss import mse_loss as mse_loss
-from .loss import smooth_l1_loss as smooth_l1_loss
-from .loss import soft_margin_loss as soft_margin_loss
-from .normalization import BatchNormResult as BatchNormResult
-from .normalization import batch_norm as batch_norm
-from .normalization import batch_norm_with_stats as batch_norm_with_stats
-from .normalization import group_norm as group_norm
-from .normalization import instance_norm as instance_norm
-from .normalization import layer_norm as layer_norm
-from .normalization import normalize as normalize
-from .normalization import rms_norm as rms_norm
-from .pad import pad as pad
-from .pooling import adaptive_avg_pool1d as adaptive_avg_pool1d
-from .pooling import adaptive_avg_pool2d as adaptive_avg_pool2d
-from .pooling import adaptive_avg_pool3d as adaptive_avg_pool3d
-from .pooling import adaptive_max_pool1d as adaptive_max_pool1d
-from .pooling import adaptive_max_pool2d as adaptive_max_pool2d
-from .pooling import avg_pool1d as avg_pool1d
-from .pooling import avg_pool2d as avg_pool2d
-from .pooling import avg_pool3d as avg_pool3d
-from .pooling import max_pool1d as max_pool1d
-from .pooling import max_pool2d as max_pool2d
-from .pooling import max_pool3d as max_pool3d
-from .shape import flatten as flatten
-from .shape import pixel_shuffle as pixel_shuffle
-from .shape import pixel_unshuffle as pixel_unshuffle
-from .shape import unflatten as unflatten
-from .sparse import embedding as embedding
-from .sparse import one_hot as one_hot
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+
+from spx import random as _random
+from spx._tensor.grad_mode import no_grad as _no_grad
+from spx._tensor.recorded import recorded as _recorded
+from spx.nn.functional import activation as _activation
+from spx.nn.functional import attention as _attention
+from spx.nn.functional import conv as _conv
+from spx.nn.functional import cross_entropy as _cross_entropy
+from spx.nn.functional import distance as _distance
+from spx.nn.functional import dropout as _dropout
+from spx.nn.functional import linear as _linear
+from spx.nn.functional import loss as _loss
+from spx.nn.functional import normalization as _normalization
+from spx.nn.functional import pad as _pad
+from spx.nn.functional import pooling as _pooling
+from spx.nn.functional import shape as _shape
+from spx.nn.functional import sparse as _sparse
+from spx.nn.functional._utils import known_value as _known_value
+from spx.nn.functional.normalization import BatchNormResult as BatchNormResult
+
+
+def _keyed(fn: Callable, key_arg: str, needs_key: Callable[..., bool]) -> Callable:
+    """``fn`` recorded, with ``key_arg`` drawn from the rank's generator when it is needed."""
+    record = _recorded(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get(key_arg) is None and needs_key(*args, **kwargs):
+            kwargs[key_arg] = _random.next_key_tensor()
+        return record(*args, **kwargs)
+
+    return wrapper
+
+
+def _dropping(input: Any, p: float = 0.5, training: bool = True, *a: Any, **k: Any) -> bool:
+    return bool(training) and p != 0
+
+
+def _identity_when_off(fn: Callable, training_default: bool) -> Callable:
+    """A keyed dropout that, when it drops nothing, returns its input Tensor itself (as torch).
+
+    Nothing is recorded and no key is drawn then: a Dropout in eval mode costs nothing.
+    """
+    keyed = _keyed(fn, "key", _always)
+    plain = _recorded(fn)
+
+    @functools.wraps(fn)
+    def wrapper(
+        input: Any, p: float = 0.5, training: bool = training_default, inplace: bool = False,
+        *, key: Any = None,
+    ) -> Any:  # fmt: skip
+        _dropout._check_p(p)
+        if not training or p == 0:
+            if hasattr(input, "_ref"):
+                return input
+            return plain(input, p, False)  # an array in, a Tensor out
+        return keyed(input, p, True, inplace, key=key)
+
+    return wrapper
+
+
+def _sdpa_drops(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0, *a, **kw):
+    return dropout_p != 0
+
+
+def _mha_drops(*args: Any, **kwargs: Any) -> bool:
+    dropout_p = args[10] if len(args) > 10 else kwargs.get("dropout_p", 0.0)
+    training = args[13] if len(args) > 13 else kwargs.get("training", True)
+    return bool(training) and dropout_p != 0
+
+
+def _always(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
+_batch_norm_with_stats = _recorded(_normalization.batch_norm_with_stats)
+
+
+@functools.wraps(_normalization.batch_norm)
+def batch_norm(
+    input: Any,
+    running_mean: Any,
+    running_var: Any,
+    weight: Any = None,
+    bias: Any = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Any:
+    # torch updates the running statistics in place; the new values are recorded like any op.
+    out, mean, var = _batch_norm_with_stats(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+    if training:
+        with _no_grad():
+            for old, new in ((running_mean, mean), (running_var, var)):
+                if hasattr(old, "copy_") and new is not None:
+                    old.copy_(new)
+    return out
+
+
+_cross_entropy_op = _recorded(_cross_entropy.cross_entropy)
+_linear_cross_entropy_op = _recorded(_cross_entropy.linear_cross_entropy)
+_nll_loss_op = _recorded(_cross_entropy.nll_loss)
+_one_hot_op = _recorded(_sparse.one_hot)
+
+
+def _check_targets(input: Any, target: Any, ignore_index: int | None, name: str) -> None:
+    """torch's eager IndexError for class indices out of range, when they are known now.
+
+    A recorded op sees only shapes; the values of targets that are already computed (numpy,
+    a DataLoader batch) are checked here, before recording. Pending or traced targets cannot
+    be checked without computing them: out-of-range ones give NaN, as inside ``jit``.
+    """
+    values = _known_value(target)
+    if values is None or not _np.issubdtype(values.dtype, _np.integer):
+        return
+    cdim = _cross_entropy._class_dim(input, name)
+    ignore = -100 if ignore_index is None else ignore_index
+    _cross_entropy._check_index_target(input, values, cdim, ignore, name)
+
+
+@functools.wraps(_cross_entropy.cross_entropy)
+def cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    ignore_index = args[2] if len(args) > 2 else kwargs.get("ignore_index", -100)
+    _check_targets(input, target, ignore_index, "cross_entropy")
+    return _cross_entropy_op(input, target, *args, **kwargs)
+
+
+@functools.wraps(_cross_entropy.nll_loss)
+def nll_loss(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    ignore_index = args[2] if len(args) > 2 else kwargs.get("ignore_index", -100)
+    _check_targets(input, target, ignore_index, "nll_loss")
+    return _nll_loss_op(input, target, *args, **kwargs)
+
+
+@functools.wraps(_cross_entropy.linear_cross_entropy)
+def linear_cross_entropy(input: Any, linear_weight: Any, target: Any, **kwargs: Any) -> Any:
+    if getattr(input, "ndim", None) in (1, 2) and getattr(linear_weight, "ndim", 0) >= 2:
+        shape = (*input.shape[:-1], *linear_weight.shape[:-1])
+        logits = _ShapeOnly(shape)
+        _check_targets(logits, target, kwargs.get("ignore_index"), "linear_cross_entropy")
+    return _linear_cross_entropy_op(input, linear_weight, target, **kwargs)
+
+
+class _ShapeOnly:
+    """Stands for an array whose shape is all a check reads."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+
+
+_embedding_op = _recorded(_sparse.embedding)
+
+
+@functools.wraps(_sparse.embedding)
+def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
+    # torch's eager IndexError for out-of-range indices, when their values are known now (a
+    # batch from a DataLoader, spx.tensor(...)); the recorded op sees only shapes.
+    values = _known_value(input)
+    num = getattr(weight, "shape", (None,))[0]
+    if values is not None and values.size and num is not None:
+        _sparse._check_range(values, num)
+    return _embedding_op(input, weight, *args, **kwargs)
+
+
+@functools.wraps(_sparse.one_hot)
+def one_hot(tensor: Any, num_classes: int = -1) -> Any:
+    # The output's shape depends on the values when num_classes=-1: torch reads them (a sync),
+    # and so does spx, before recording. Known values are range-checked as torch does.
+    if num_classes == -1 and hasattr(tensor, "_ref"):
+        tensor._value()  # computes a pending tensor (a traced one stays unknown)
+    values = _known_value(tensor)
+    if values is not None and _np.issubdtype(values.dtype, _np.integer):
+        if num_classes == -1:
+            num_classes = int(values.max()) + 1 if values.size else 0
+        _sparse.one_hot(values, num_classes)  # the value checks, on the host
+    return _one_hot_op(tensor, num_classes)
+
+
+celu = _recorded(_activation.celu)
+elu = _recorded(_activation.elu)
+gelu = _recorded(_activation.gelu)
+glu = _recorded(_activation.glu)
+hardshrink = _recorded(_activation.hardshrink)
+hardsigmoid = _recorded(_activation.hardsigmoid)
+hardswish = _recorded(_activation.hardswish)
+hardtanh = _recorded(_activation.hardtanh)
+leaky_relu = _recorded(_activation.leaky_relu)
+log_softmax = _recorded(_activation.log_softmax)
+logsigmoid = _recorded(_activation.logsigmoid)
+mish = _recorded(_activation.mish)
+prelu = _recorded(_activation.prelu)
+relu = _recorded(_activation.relu)
+relu6 = _recorded(_activation.relu6)
+selu = _recorded(_activation.selu)
+sigmoid = _recorded(_activation.sigmoid)
+silu = _recorded(_activation.silu)
+softmax = _recorded(_activation.softmax)
+softmin = _recorded(_activation.softmin)
+softplus = _recorded(_activation.softplus)
+softshrink = _recorded(_activation.softshrink)
+softsign = _recorded(_activation.softsign)
+tanh = _recorded(_activation.tanh)
+tanhshrink = _recorded(_activation.tanhshrink)
+threshold = _recorded(_activation.threshold)
+conv1d = _recorded(_conv.conv1d)
+conv2d = _recorded(_conv.conv2d)
+conv3d = _recorded(_conv.conv3d)
+conv_transpose1d = _recorded(_conv.conv_transpose1d)
+conv_transpose2d = _recorded(_conv.conv_transpose2d)
+conv_transpose3d = _recorded(_conv.conv_transpose3d)
+cosine_similarity = _recorded(_distance.cosine_similarity)
+pairwise_distance = _recorded(_distance.pairwise_distance)
+bilinear = _recorded(_linear.bilinear)
+linear = _recorded(_linear.linear)
+binary_cross_entropy = _recorded(_loss.binary_cross_entropy)
+binary_cross_entropy_with_logits = _recorded(_loss.binary_cross_entropy_with_logits)
+huber_loss = _recorded(_loss.huber_loss)
+kl_div = _recorded(_loss.kl_div)
+l1_loss = _recorded(_loss.l1_loss)
+margin_ranking_loss = _recorded(_loss.margin_ranking_loss)
+mse_loss = _recorded(_loss.mse_loss)
+smooth_l1_loss = _recorded(_loss.smooth_l1_loss)
+soft_margin_loss = _recorded(_loss.soft_margin_loss)
+batch_norm_with_stats = _recorded(_normalization.batch_norm_with_stats)
+group_norm = _recorded(_normalization.group_norm)
+instance_norm = _recorded(_normalization.instance_norm)
+layer_norm = _recorded(_normalization.layer_norm)
+normalize = _recorded(_normalization.normalize)
+rms_norm = _recorded(_normalization.rms_norm)
+pad = _recorded(_pad.pad)
+adaptive_avg_pool1d = _recorded(_pooling.adaptive_avg_pool1d)
+adaptive_avg_pool2d = _recorded(_pooling.adaptive_avg_pool2d)
+adaptive_avg_pool3d = _recorded(_pooling.adaptive_avg_pool3d)
+adaptive_max_pool1d = _recorded(_pooling.adaptive_max_pool1d)
+adaptive_max_pool2d = _recorded(_pooling.adaptive_max_pool2d)
+avg_pool1d = _recorded(_pooling.avg_pool1d)
+avg_pool2d = _recorded(_pooling.avg_pool2d)
+avg_pool3d = _recorded(_pooling.avg_pool3d)
+max_pool1d = _recorded(_pooling.max_pool1d)
+max_pool2d = _recorded(_pooling.max_pool2d)
+max_pool3d = _recorded(_pooling.max_pool3d)
+flatten = _recorded(_shape.flatten)
+pixel_shuffle = _recorded(_shape.pixel_shuffle)
+pixel_unshuffle = _recorded(_shape.pixel_unshuffle)
+unflatten = _recorded(_shape.unflatten)
+dropout = _identity_when_off(_dropout.dropout, training_default=True)
+dropout1d = _keyed(_dropout.dropout1d, "key", _dropping)
+dropout2d = _keyed(_dropout.dropout2d, "key", _dropping)
+dropout3d = _keyed(_dropout.dropout3d, "key", _dropping)
+alpha_dropout = _identity_when_off(_dropout.alpha_dropout, training_default=False)
+scaled_dot_product_attention = _keyed(
+    _attention.scaled_dot_product_attention, "dropout_key", _sdpa_drops
+)
+multi_head_attention_forward = _keyed(
+    _attention.multi_head_attention_forward, "dropout_key", _mha_drops
+)
+gumbel_softmax = _keyed(_activation.gumbel_softmax, "key", _always)

@@ -15,11 +15,11 @@ See https://pytorch.org/docs/stable/nn.functional.html#non-linear-activation-fun
 from __future__ import annotations
 
 import math
-import warnings
 
 import jax
 import jax.numpy as jnp
 
+from spx import _user_code
 from spx.nn.functional._utils import resolve_key
 
 Array = jax.Array
@@ -335,11 +335,10 @@ def _softmax_dim(name: str, ndim: int, dim: int | None) -> int:
     # port behaves identically; pass dim explicitly to silence it.
     if dim is not None:
         return dim
-    warnings.warn(
+    _user_code.warn(
         f"Implicit dimension choice for {name} has been deprecated. "
         "Change the call to include dim=X as an argument.",
         UserWarning,
-        stacklevel=3,
     )
     return 0 if ndim in (0, 1, 3) else 1
 

@@ -15,11 +15,11 @@ See https://pytorch.org/docs/stable/generated/torch.nn.functional.dropout.html
 from __future__ import annotations
 
 import math
-import warnings
 
 import jax
 import jax.numpy as jnp
 
+from spx import _user_code
 from spx.nn.functional._utils import resolve_key
 
 Array = jax.Array
@@ -123,18 +123,16 @@ def dropout2d(
     """
     x = jnp.asarray(input)
     if x.ndim not in (3, 4):
-        warnings.warn(
+        _user_code.warn(
             f"dropout2d: received a {x.ndim}-D input; dropout2d expects (N, C, H, W). "
             "Use dropout for elementwise dropout.",
             UserWarning,
-            stacklevel=2,
         )
     if x.ndim == 3:
-        warnings.warn(
+        _user_code.warn(
             "dropout2d: received a 3-D input and, like torch, treats it as (N, C, L); use "
             "dropout1d for that, or add a batch dim for an unbatched (C, H, W) image.",
             UserWarning,
-            stacklevel=2,
         )
     return _feature_dropout(x, p, training, key, unbatched=False)
 
@@ -154,10 +152,9 @@ def dropout3d(
     """
     x = jnp.asarray(input)
     if x.ndim not in (4, 5):
-        warnings.warn(
+        _user_code.warn(
             f"dropout3d: received a {x.ndim}-D input; dropout3d expects (N, C, D, H, W).",
             UserWarning,
-            stacklevel=2,
         )
     return _feature_dropout(x, p, training, key, unbatched=x.ndim != 5)
 

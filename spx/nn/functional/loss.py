@@ -10,11 +10,10 @@ See https://pytorch.org/docs/stable/nn.functional.html#loss-functions
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 
+from spx import _user_code
 from spx.nn.functional._utils import check_reduction, legacy_reduction, reduce_loss
 
 Array = jax.Array
@@ -22,12 +21,11 @@ Array = jax.Array
 
 def _broadcast(x: Array, t: Array, name: str) -> tuple[Array, Array]:
     if x.shape != t.shape:
-        warnings.warn(
+        _user_code.warn(
             f"{name}: using a target size ({t.shape}) that is different to the input size "
             f"({x.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             UserWarning,
-            stacklevel=3,
         )
     return jnp.broadcast_arrays(x, t)
 
@@ -291,12 +289,11 @@ def kl_div(
     else:
         check_reduction(reduction, ("none", "mean", "batchmean", "sum"))
         if reduction == "mean":
-            warnings.warn(
+            _user_code.warn(
                 "kl_div: reduction='mean' divides the total loss by both the batch size and the "
                 "support size; 'batchmean' divides only by the batch size and matches the KL "
                 "definition.",
                 UserWarning,
-                stacklevel=2,
             )
     x, t = jnp.asarray(input), jnp.asarray(target)
     # xlogy makes 0 * log 0 = 0, as torch.

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from spx import _validate
 from spx.nn import functional as F
+from spx.nn.init import constant_
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
 
@@ -75,7 +76,7 @@ class GELU(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.GELU(approximate="tanh")(jnp.ones(3)).shape
-        (3,)
+        spx.Size([3])
     """
 
     def __init__(self, approximate: str = "none") -> None:
@@ -393,7 +394,7 @@ class PReLU(Module):
         self.weight = Parameter(weight)
 
     def reset_parameters(self) -> None:
-        self.weight.data = jnp.full_like(self.weight.data, self.init)
+        constant_(self.weight, self.init)
 
     def forward(self, input: Array) -> Array:
         return F.prelu(input, self.weight)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from spx import _validate
 from spx.nn import functional as F
@@ -33,12 +32,8 @@ class NonDynamicallyQuantizableLinear(Linear):
     Example:
         >>> import jax.numpy as jnp
         >>> NonDynamicallyQuantizableLinear(4, 2)(jnp.ones((3, 4))).shape
-        (3, 2)
+        spx.Size([3, 2])
     """
-
-
-def _data(p: Parameter | None) -> jax.Array | None:
-    return None if p is None else p.data
 
 
 class MultiheadAttention(Module):
@@ -76,7 +71,7 @@ class MultiheadAttention(Module):
         >>> x = jnp.ones((3, 5, 8))
         >>> out, weights = mha(x, x, x)
         >>> out.shape, weights.shape
-        ((3, 5, 8), (3, 5, 5))
+        (spx.Size([3, 5, 8]), spx.Size([3, 5, 5]))
     """
 
     def __init__(
@@ -158,7 +153,7 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_v)
 
     def _check_inputs(self, query: Any, key: Any, value: Any) -> None:
-        shapes = tuple(tuple(jnp.shape(t)) for t in (query, key, value))
+        shapes = tuple(tuple(t.shape) for t in (query, key, value))
         if len({len(s) for s in shapes}) != 1 or len(shapes[0]) not in (2, 3):
             raise RuntimeError(
                 f"MultiheadAttention: query, key and value must all be 3-D (batched) or all 2-D "
@@ -216,9 +211,9 @@ class MultiheadAttention(Module):
         if not self._qkv_same_embed_dim:
             kwargs = dict(
                 use_separate_proj_weight=True,
-                q_proj_weight=_data(self.q_proj_weight),
-                k_proj_weight=_data(self.k_proj_weight),
-                v_proj_weight=_data(self.v_proj_weight),
+                q_proj_weight=self.q_proj_weight,
+                k_proj_weight=self.k_proj_weight,
+                v_proj_weight=self.v_proj_weight,
             )
         return F.multi_head_attention_forward(
             query,
@@ -226,14 +221,14 @@ class MultiheadAttention(Module):
             value,
             self.embed_dim,
             self.num_heads,
-            _data(self.in_proj_weight),
-            _data(self.in_proj_bias),
-            _data(self.bias_k),
-            _data(self.bias_v),
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
             self.add_zero_attn,
             self.dropout,
-            self.out_proj.weight.data,
-            _data(self.out_proj.bias),
+            self.out_proj.weight,
+            self.out_proj.bias,
             training=self.training,
             key_padding_mask=key_padding_mask,
             need_weights=need_weights,

@@ -3,14 +3,13 @@
 Parameters ``weight``/``bias`` and buffers ``running_mean``/``running_var``/
 ``num_batches_tracked`` have torch's names, order and shapes, so ``state_dict`` keys match.
 
-**How the running statistics change.** jax arrays are immutable, so a training-mode forward
-*assigns new arrays* to the buffers (``self.running_mean = new``) instead of updating them in
-place. That assignment is the state change: eager code sees it on the module right away, and
-``spx.compile``/``spx.backward`` re-read the buffers after the forward and write the traced
-results back. Under a plain ``jax.jit`` the update lands on the traced copy of a module passed
-as an argument: return the module to keep it (``jax.jit(lambda m, x: (m(x), m))``); a copy
-dropped with its updates is reported with a ``RuntimeWarning``, and a module the jitted function
-closes over refuses the traced assignment (see ``spx._transforms``).
+**How the running statistics change.** As in torch, a training-mode forward updates the
+buffers *in place*: ``F.batch_norm`` copies the new ``running_mean``/``running_var`` into them
+(under ``no_grad``) and ``num_batches_tracked`` is incremented with ``add_(1)``. The buffer
+objects keep their identity, so ``state_dict()`` aliases and a compiled step see the new values.
+(Under a plain ``jax.jit`` the update of a module passed as an argument lands on its traced copy
+only, as with any pure function; a module the jitted function closes over raises instead, since
+the update would leak a tracer: see ``spx._transforms``.)
 
 ``num_batches_tracked`` is an int32 scalar: JAX runs with 64-bit types off, so torch's int64
 is stored as int32 (a torch checkpoint's int64 value loads fine, cast on load).
@@ -24,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -94,11 +94,11 @@ class _BatchNorm(Module):
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
-        """Running mean 0, running variance 1, ``num_batches_tracked`` 0."""
+        """Running mean 0, running variance 1, ``num_batches_tracked`` 0 (in place, as torch)."""
         if self.track_running_stats:
-            self.running_mean = jnp.zeros_like(self.running_mean)
-            self.running_var = jnp.ones_like(self.running_var)
-            self.num_batches_tracked = jnp.zeros_like(self.num_batches_tracked)
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
 
     def reset_parameters(self) -> None:
         """Reset the running statistics and set ``weight`` to ones, ``bias`` to zeros."""
@@ -127,28 +127,28 @@ class _BatchNorm(Module):
                 f"but this layer has num_features={self.num_features}"
             )
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        self._check_input(x)
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input(input)
         momentum: Any = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked = self.num_batches_tracked + 1
+            self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average, as in torch
-                momentum = 1.0 / self.num_batches_tracked.astype(jnp.float32)
+                # A recorded value, not torch's float(): reading it would cost a sync per step.
+                momentum = 1.0 / self.num_batches_tracked.float()
         # Batch statistics while training, and in eval when there are no running stats.
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        # Running stats are read in eval and updated in training only when tracked.
+        # Running stats are read in eval and updated (in place, by F) in training when tracked.
         pass_stats = not self.training or self.track_running_stats
-        running_mean = self.running_mean if pass_stats else None
-        running_var = self.running_var if pass_stats else None
-        out, new_mean, new_var = F.batch_norm_with_stats(
-            x, running_mean, running_var, self.weight, self.bias,
-            use_batch_stats, momentum, self.eps,
-        )  # fmt: skip
-        if use_batch_stats and running_mean is not None:
-            self.running_mean = new_mean
-            self.running_var = new_var
-        return out
+        return F.batch_norm(
+            input,
+            self.running_mean if pass_stats else None,
+            self.running_var if pass_stats else None,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            momentum,
+            self.eps,
+        )
 
     def extra_repr(self) -> str:
         return (
@@ -180,10 +180,10 @@ class BatchNorm1d(_BatchNorm):
         ``(N, C)`` or ``(N, C, L)`` -> same.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> bn = nn.BatchNorm1d(3)
-        >>> y = bn(jnp.arange(12.0).reshape(4, 3))
+        >>> y = bn(spx.arange(12.0).reshape(4, 3))
         >>> bn.running_mean  # 0.1 * batch mean: [0.45, 0.55, 0.65]
     """
 
@@ -213,7 +213,7 @@ class BatchNorm2d(_BatchNorm):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.BatchNorm2d(3)(jnp.ones((2, 3, 4, 4))).shape
-        (2, 3, 4, 4)
+        spx.Size([2, 3, 4, 4])
     """
 
     _ranks = (4,)
@@ -239,7 +239,7 @@ class BatchNorm3d(_BatchNorm):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.BatchNorm3d(2)(jnp.ones((2, 2, 3, 3, 3))).shape
-        (2, 2, 3, 3, 3)
+        spx.Size([2, 2, 3, 3, 3])
     """
 
     _ranks = (5,)

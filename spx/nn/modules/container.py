@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -103,11 +104,11 @@ class Sequential(Module):
         whatever the first module accepts -> whatever the last module returns.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        >>> model(jnp.ones((3, 4))).shape, list(model.state_dict())[:2]
-        ((3, 2), ['0.weight', '0.bias'])
+        >>> model(spx.ones(3, 4)).shape, list(model.state_dict())[:2]
+        (spx.Size([3, 2]), ['0.weight', '0.bias'])
     """
 
     def __init__(self, *args: Any) -> None:
@@ -386,7 +387,7 @@ class ModuleDict(Module):
 
 def _as_parameter(value: Any) -> Any:
     # torch wraps plain tensors into Parameters; other objects are stored as plain attributes.
-    if isinstance(value, jax.Array | np.ndarray) and not isinstance(value, Parameter):
+    if isinstance(value, Tensor | jax.Array | np.ndarray) and not isinstance(value, Parameter):
         return Parameter(value)
     return value
 
@@ -403,19 +404,19 @@ def _entry_repr(key: Any, value: Any) -> str:
 class ParameterList(Module):
     """A list of registered Parameters (mirrors ``nn.ParameterList``).
 
-    Arrays (``jax.Array``/``numpy.ndarray``) given to the constructor, ``append``, ``extend`` or
-    ``__setitem__`` are wrapped into Parameters, as torch wraps tensors; they are stored under
-    ``"0"``, ``"1"``, ... so ``state_dict`` keys match torch's.
+    Tensors and arrays (``jax.Array``/``numpy.ndarray``) given to the constructor, ``append``,
+    ``extend`` or ``__setitem__`` are wrapped into Parameters, as torch wraps tensors; they are
+    stored under ``"0"``, ``"1"``, ... so ``state_dict`` keys match torch's.
 
     Args:
         values: optional iterable of Parameters or arrays.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> params = nn.ParameterList([jnp.zeros((2, 3)), nn.Parameter(jnp.ones(4))])
+        >>> params = nn.ParameterList([spx.zeros(2, 3), nn.Parameter(spx.ones(4))])
         >>> [p.shape for p in params], list(params.state_dict())
-        ([(2, 3), (4,)], ['0', '1'])
+        ([spx.Size([2, 3]), spx.Size([4])], ['0', '1'])
     """
 
     def __init__(self, values: Iterable[Any] | None = None) -> None:
@@ -455,9 +456,7 @@ class ParameterList(Module):
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
         """Append every element of the iterable ``values``; returns self."""
-        if not isinstance(values, Iterable) or isinstance(
-            values, jax.Array | np.ndarray | Parameter
-        ):
+        if not isinstance(values, Iterable) or isinstance(values, Tensor | jax.Array | np.ndarray):
             raise TypeError(
                 "ParameterList.extend should be called with an iterable, but got "
                 + type(values).__name__
@@ -476,19 +475,19 @@ class ParameterList(Module):
 class ParameterDict(Module):
     """An ordered dict of registered Parameters (mirrors ``nn.ParameterDict``).
 
-    Arrays are wrapped into Parameters. As in torch, ``update`` with an ``OrderedDict``, a
-    ParameterDict or a sequence of pairs keeps their order, while a plain ``dict`` is added in
-    sorted key order.
+    Tensors and arrays are wrapped into Parameters. As in torch, ``update`` with an
+    ``OrderedDict``, a ParameterDict or a sequence of pairs keeps their order, while a plain
+    ``dict`` is added in sorted key order.
 
     Args:
         parameters: optional mapping ``str -> Parameter | array`` or iterable of pairs.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> pd = nn.ParameterDict({"scale": jnp.ones(3), "shift": jnp.zeros(3)})
+        >>> pd = nn.ParameterDict({"scale": spx.ones(3), "shift": spx.zeros(3)})
         >>> list(pd.keys()), pd["scale"].shape
-        (['scale', 'shift'], (3,))
+        (['scale', 'shift'], spx.Size([3]))
     """
 
     def __init__(self, parameters: Any = None) -> None:

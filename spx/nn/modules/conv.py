@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -147,7 +145,7 @@ class _ConvNd(Module):
             self.bias.materialize(_empty((self.out_channels,), self._dtype, self._device))
         self.reset_parameters()
 
-    def _check_input(self, input: jax.Array) -> None:
+    def _check_input(self, input: Tensor) -> None:
         cls, nd = type(self).__name__, self._nd
         if input.ndim not in (nd + 1, nd + 2):
             spatial = ", ".join(["H", "W"][-nd:] if nd == 2 else ["L"])
@@ -165,19 +163,16 @@ class _ConvNd(Module):
                 f"Fix the input or build {cls}({channels}, {self.out_channels}, ...)."
             )
 
-    def _conv_forward(
-        self, input: jax.Array, weight: jax.Array, bias: jax.Array | None
-    ) -> jax.Array:
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         conv = F.conv1d if self._nd == 1 else F.conv2d
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input: jax.Array) -> jax.Array:
-        input = jnp.asarray(input)
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input(input)
-        return self._conv_forward(input, self.weight.data, _data(self.bias))
+        return self._conv_forward(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         nd = self._nd
@@ -194,10 +189,6 @@ class _ConvNd(Module):
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
         return s
-
-
-def _data(p: Parameter | None) -> jax.Array | None:
-    return None if p is None else p.data
 
 
 class Conv1d(_ConvNd):
@@ -230,7 +221,7 @@ class Conv1d(_ConvNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Conv1d(4, 8, 3, padding=1)(jnp.ones((2, 4, 10))).shape
-        (2, 8, 10)
+        spx.Size([2, 8, 10])
     """
 
     _nd = 1
@@ -265,7 +256,7 @@ class Conv2d(_ConvNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Conv2d(3, 6, 3, stride=2, padding=1)(jnp.ones((2, 3, 8, 8))).shape
-        (2, 6, 4, 4)
+        spx.Size([2, 6, 4, 4])
     """
 
     _nd = 2
@@ -281,7 +272,7 @@ class LazyConv1d(Conv1d):
         >>> from spx.nn.modules.conv import LazyConv1d
         >>> layer = LazyConv1d(8, 3)
         >>> layer(jnp.ones((2, 4, 10))).shape, layer.weight.shape
-        ((2, 8, 8), (8, 4, 3))
+        (spx.Size([2, 8, 8]), spx.Size([8, 4, 3]))
     """
 
     def __init__(
@@ -322,7 +313,7 @@ class LazyConv2d(Conv2d):
         >>> from spx.nn.modules.conv import LazyConv2d
         >>> layer = LazyConv2d(6, 3)
         >>> layer(jnp.ones((2, 3, 8, 8))).shape, layer.weight.shape
-        ((2, 6, 6, 6), (6, 3, 3, 3))
+        (spx.Size([2, 6, 6, 6]), spx.Size([6, 3, 3, 3]))
     """
 
     def __init__(

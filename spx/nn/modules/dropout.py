@@ -1,12 +1,12 @@
 """Dropout modules: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout`` (mirroring ``torch.nn``).
 
 In training mode each call draws a fresh key from the calling rank's generator
-(``spx.random.next_key()``, seeded by ``spx.manual_seed``), so masks differ from call to call and
-a seeded run is reproducible; under ``spx.compile`` that key is threaded through the compiled
-program as state. Under a plain ``jax.jit`` nobody would thread it: drawing there raises an error
-that shows the alternatives (``spx.compile``, ``model.eval()``, ``F.dropout(..., key=key)``).
-In eval mode (``model.eval()``), or with ``p=0``, the input is returned as is and no key is
-drawn.
+(``spx.random.next_key()``, seeded by ``spx.manual_seed``, drawn by ``spx.nn.functional``), so
+masks differ from call to call and a seeded run is reproducible; under ``spx.compile`` that key
+is threaded through the compiled program as state. In eval mode (``model.eval()``), or with
+``p=0``, ``Dropout`` returns its input tensor itself (as torch) and no key is drawn. Under a
+plain ``jax.jit`` nobody would thread the key: drawing there raises an error that shows the
+alternatives (``spx.compile``, ``model.eval()``, ``F.dropout(..., key=key)``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import jax
 
 from spx import _validate
-from spx import random as spx_random
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn.module import Module
 
@@ -37,10 +37,8 @@ class _DropoutNd(Module):
         self.p = p if type(p) in (int, float) else checked
         self.inplace = inplace
 
-    def forward(self, input: Array) -> Array:
-        if not self.training or self.p == 0.0:
-            return type(self)._fn(input, self.p, training=False)
-        return type(self)._fn(input, self.p, training=True, key=spx_random.next_key())
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -85,7 +83,7 @@ class Dropout1d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout1d(0.5)(jnp.ones((2, 3, 5))).shape
-        (2, 3, 5)
+        spx.Size([2, 3, 5])
     """
 
     _fn = staticmethod(F.dropout1d)
@@ -105,7 +103,7 @@ class Dropout2d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout2d(0.5)(jnp.ones((2, 3, 4, 4))).shape
-        (2, 3, 4, 4)
+        spx.Size([2, 3, 4, 4])
     """
 
     _fn = staticmethod(F.dropout2d)
@@ -122,7 +120,7 @@ class Dropout3d(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Dropout3d(0.5)(jnp.ones((2, 3, 2, 2, 2))).shape
-        (2, 3, 2, 2, 2)
+        spx.Size([2, 3, 2, 2, 2])
     """
 
     _fn = staticmethod(F.dropout3d)
@@ -139,7 +137,7 @@ class AlphaDropout(_DropoutNd):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AlphaDropout(0.2)(jnp.ones(8)).shape
-        (8,)
+        spx.Size([8])
     """
 
     _fn = staticmethod(F.alpha_dropout)

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
-import jax
 import jax.numpy as jnp
 
 from spx import _validate
+from spx._tensor.recorded import recorded
+from spx._tensor.tensor import Tensor
 from spx.nn.module import Module
 
-Array = jax.Array
+
+@recorded
+def _array_as_tensor(x: Any) -> Any:
+    return jnp.asarray(x)
+
+
+def _as_tensor(x: Any) -> Tensor:
+    """Tensors as they are (reshaping one gives a view); arrays (tracers too) as a Tensor."""
+    return x if isinstance(x, Tensor) else _array_as_tensor(x)
 
 
 def _normalize_dim(dim: int, ndim: int, owner: str) -> int:
@@ -44,7 +54,7 @@ class Flatten(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Flatten()(jnp.ones((32, 1, 5, 5))).shape
-        (32, 25)
+        spx.Size([32, 25])
     """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
@@ -58,8 +68,8 @@ class Flatten(Module):
         self.start_dim = start_dim
         self.end_dim = end_dim
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
+    def forward(self, input: Tensor) -> Tensor:
+        x = _as_tensor(input)
         start = _normalize_dim(self.start_dim, x.ndim, "Flatten")
         end = _normalize_dim(self.end_dim, x.ndim, "Flatten")
         if start > end:
@@ -70,7 +80,7 @@ class Flatten(Module):
         if x.ndim == 0:
             return x.reshape(1)
         shape = (*x.shape[:start], math.prod(x.shape[start : end + 1]), *x.shape[end + 1 :])
-        return x.reshape(shape)
+        return x.reshape(shape)  # a view, as torch's flatten
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -91,7 +101,7 @@ class Unflatten(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.Unflatten(1, (2, 5, 5))(jnp.ones((2, 50))).shape
-        (2, 2, 5, 5)
+        spx.Size([2, 2, 5, 5])
     """
 
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
@@ -114,8 +124,8 @@ class Unflatten(Module):
         self.dim = dim
         self.unflattened_size = unflattened_size
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
+    def forward(self, input: Tensor) -> Tensor:
+        x = _as_tensor(input)
         if x.ndim == 0:
             raise ValueError("Unflatten: cannot unflatten a 0-d input")
         dim = _normalize_dim(self.dim, x.ndim, "Unflatten")
@@ -134,7 +144,7 @@ class Unflatten(Module):
                 f"Unflatten: provided sizes {sizes} don't multiply up to the size of dim "
                 f"{self.dim} ({n}) in the input of shape {tuple(x.shape)}"
             )
-        return x.reshape((*x.shape[:dim], *sizes, *x.shape[dim + 1 :]))
+        return x.reshape((*x.shape[:dim], *sizes, *x.shape[dim + 1 :]))  # a view, as torch
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

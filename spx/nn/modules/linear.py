@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -54,10 +55,10 @@ class Linear(Module):
         input ``(*, in_features)`` -> output ``(*, out_features)``.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> nn.Linear(4, 3)(jnp.ones((2, 4))).shape
-        (2, 3)
+        >>> nn.Linear(4, 3)(spx.ones(2, 4)).shape
+        spx.Size([2, 3])
     """
 
     def __init__(
@@ -107,8 +108,7 @@ class Linear(Module):
             self.bias.materialize(_empty((self.out_features,), self._dtype, self._device))
         self.reset_parameters()
 
-    def forward(self, input: jax.Array) -> jax.Array:
-        input = jnp.asarray(input)
+    def forward(self, input: Tensor) -> Tensor:
         if input.ndim == 0:
             raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
         weight = self._required_parameter("weight")
@@ -139,11 +139,11 @@ class LazyLinear(Linear):
     Mirrors ``torch.nn.LazyLinear``; reading the weight before that call raises a clear error.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> layer = nn.LazyLinear(3)
-        >>> layer(jnp.ones((2, 5))).shape, layer.weight.shape
-        ((2, 3), (3, 5))
+        >>> layer(spx.ones(2, 5)).shape, layer.weight.shape
+        (spx.Size([2, 3]), spx.Size([3, 5]))
     """
 
     def __init__(
@@ -159,10 +159,10 @@ class Bilinear(Module):
         input1 ``(*, in1_features)``, input2 ``(*, in2_features)`` -> ``(*, out_features)``.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> nn.Bilinear(2, 3, 4)(jnp.ones((5, 2)), jnp.ones((5, 3))).shape
-        (5, 4)
+        >>> nn.Bilinear(2, 3, 4)(spx.ones(5, 2), spx.ones(5, 3)).shape
+        spx.Size([5, 4])
     """
 
     def __init__(
@@ -193,7 +193,7 @@ class Bilinear(Module):
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input1: jax.Array, input2: jax.Array) -> jax.Array:
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         return F.bilinear(input1, input2, self._required_parameter("weight"), self.bias)
 
     def extra_repr(self) -> str:

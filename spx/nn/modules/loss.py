@@ -72,7 +72,7 @@ class CrossEntropyLoss(_WeightedLoss):
         >>> from spx import nn
         >>> loss = nn.CrossEntropyLoss(label_smoothing=0.1)
         >>> loss(jnp.zeros((4, 3)), jnp.array([0, 1, 2, 1])).shape
-        ()
+        spx.Size([])
     """
 
     def __init__(

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -78,7 +79,7 @@ class LayerNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.LayerNorm(8)(jnp.ones((4, 8))).shape
-        (4, 8)
+        spx.Size([4, 8])
     """
 
     def __init__(
@@ -111,10 +112,9 @@ class LayerNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        _check_trailing("LayerNorm", x, self.normalized_shape)
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        _check_trailing("LayerNorm", input, self.normalized_shape)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -143,7 +143,7 @@ class RMSNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.RMSNorm(8)(jnp.ones((4, 8))).shape
-        (4, 8)
+        spx.Size([4, 8])
     """
 
     def __init__(
@@ -168,10 +168,9 @@ class RMSNorm(Module):
         if self.elementwise_affine:
             init.ones_(self.weight)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        _check_trailing("RMSNorm", x, self.normalized_shape)
-        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        _check_trailing("RMSNorm", input, self.normalized_shape)
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -198,7 +197,7 @@ class GroupNorm(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.GroupNorm(2, 6)(jnp.ones((3, 6, 4))).shape
-        (3, 6, 4)
+        spx.Size([3, 6, 4])
     """
 
     def __init__(
@@ -240,14 +239,13 @@ class GroupNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input: Array) -> Array:
-        x = jnp.asarray(input)
-        if x.ndim < 2 or x.shape[1] != self.num_channels:
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
             raise ValueError(
                 f"GroupNorm: expected input of shape (N, {self.num_channels}, *) "
-                f"(num_channels={self.num_channels}), got {tuple(x.shape)}"
+                f"(num_channels={self.num_channels}), got {tuple(input.shape)}"
             )
-        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (

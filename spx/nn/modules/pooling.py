@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
 from spx import _validate
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn.module import Module
 
@@ -81,7 +79,7 @@ class MaxPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.MaxPool2d(2)(jnp.ones((1, 3, 8, 8))).shape
-        (1, 3, 4, 4)
+        spx.Size([1, 3, 4, 4])
     """
 
     def __init__(
@@ -114,9 +112,9 @@ class MaxPool2d(Module):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def forward(self, input: jax.Array) -> jax.Array:
+    def forward(self, input: Tensor) -> Tensor:
         return F.max_pool2d(
-            jnp.asarray(input),
+            input,
             self.kernel_size,
             self.stride,
             self.padding,
@@ -150,7 +148,7 @@ class AvgPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AvgPool2d(3, stride=2, padding=1)(jnp.ones((1, 3, 8, 8))).shape
-        (1, 3, 4, 4)
+        spx.Size([1, 3, 4, 4])
     """
 
     def __init__(
@@ -181,9 +179,9 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
-    def forward(self, input: jax.Array) -> jax.Array:
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(
-            jnp.asarray(input),
+            input,
             self.kernel_size,
             self.stride,
             self.padding,
@@ -213,7 +211,7 @@ class AdaptiveAvgPool2d(Module):
         >>> import jax.numpy as jnp
         >>> from spx import nn
         >>> nn.AdaptiveAvgPool2d((1, 1))(jnp.ones((2, 8, 7, 5))).shape
-        (2, 8, 1, 1)
+        spx.Size([2, 8, 1, 1])
     """
 
     def __init__(self, output_size: int | tuple[int | None, ...] | None) -> None:
@@ -222,8 +220,8 @@ class AdaptiveAvgPool2d(Module):
             type(self).__name__, "output_size", output_size, 1, allow_none=True
         )
 
-    def forward(self, input: jax.Array) -> jax.Array:
-        return F.adaptive_avg_pool2d(jnp.asarray(input), self.output_size)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"

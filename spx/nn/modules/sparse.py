@@ -10,6 +10,8 @@ import numpy as np
 
 from spx import _validate
 from spx._host import device_array
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
@@ -48,7 +50,7 @@ class Embedding(Module):
         >>> from spx import nn
         >>> emb = nn.Embedding(10, 3, padding_idx=0)
         >>> emb(jnp.array([[0, 2, 9]])).shape
-        (1, 3, 3)
+        spx.Size([1, 3, 3])
     """
 
     def __init__(
@@ -91,11 +93,11 @@ class Embedding(Module):
             self.weight = Parameter(table, requires_grad=not _freeze)
             self.reset_parameters()
         else:
-            table = _weight.data if isinstance(_weight, Parameter) else _weight
+            table = _weight._data if isinstance(_weight, Tensor) else _weight
             if not isinstance(table, jax.Array | np.ndarray):
                 raise TypeError(
-                    f"Embedding: _weight must be a jax.Array or numpy.ndarray, got "
-                    f"{type(_weight).__name__}; wrap it with jnp.asarray(...)"
+                    f"Embedding: _weight must be an spx.Tensor, jax.Array or numpy.ndarray, "
+                    f"got {type(_weight).__name__}; wrap it with spx.tensor(...)"
                 )
             if tuple(table.shape) != (num_embeddings, embedding_dim):
                 raise ValueError(
@@ -113,9 +115,10 @@ class Embedding(Module):
 
     def _fill_padding_idx_with_zero(self) -> None:
         if self.padding_idx is not None:
-            self.weight.data = self.weight.data.at[self.padding_idx].set(0)
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
 
-    def forward(self, input: Array) -> Array:
+    def forward(self, input: Tensor) -> Tensor:
         weight = self._required_parameter("weight")
         return F.embedding(
             input, weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -157,11 +160,11 @@ class Embedding(Module):
                 constructor.
 
         Example:
-            >>> import jax.numpy as jnp
+            >>> import spx
             >>> from spx import nn
-            >>> emb = nn.Embedding.from_pretrained(jnp.eye(3))
-            >>> emb(jnp.array([1])), emb.weight.requires_grad
-            (Array([[0., 1., 0.]], dtype=float32), False)
+            >>> emb = nn.Embedding.from_pretrained(spx.eye(3))
+            >>> emb(spx.tensor([1])), emb.weight.requires_grad
+            (tensor([[0., 1., 0.]]), False)
         """
         shape = getattr(embeddings, "shape", None)
         if shape is None or len(shape) != 2:

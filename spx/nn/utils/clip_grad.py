@@ -1,11 +1,11 @@
 """Gradient clipping: ``clip_grad_norm_``, ``clip_grad_value_`` and their building blocks.
 
-Mirrors ``torch.nn.utils.clip_grad``. The functions read and replace ``param.grad`` (spx arrays
-are immutable, so "in place" means the Parameter's ``.grad`` attribute is rebound) and never
-look at a value from Python: ``spx.compile`` traces the training step with ``.grad`` holding
-tracers, so a Python ``if norm > max_norm`` or ``float(norm)`` would fail there. Like torch, the
-scale ``min(1, max_norm / (norm + 1e-6))`` is always applied (a multiply by 1 costs less than
-the device-to-host sync a branch would need).
+Mirrors ``torch.nn.utils.clip_grad``. The gradients (``param.grad``, Tensors) are scaled or
+clamped in place under ``no_grad``, as torch does, so aliases of a ``.grad`` see the change. The
+total norm is one recorded operation over all gradients and is returned as a Tensor; nothing is
+read back to Python (``spx.compile`` traces the step, where ``float(norm)`` would fail). Like
+torch, the scale ``min(1, max_norm / (norm + 1e-6))`` is always applied (a multiply by 1 costs
+less than the device-to-host sync a branch would need).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx.nn.parameter import Parameter
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.recorded import recorded
+from spx._tensor.tensor import Tensor
+from spx.ops.creation import zeros
 
 __all__ = [
     "clip_grad_norm",
@@ -38,8 +41,8 @@ _NONFINITE_MSG = (
 
 
 def _as_list(parameters: Any, what: str) -> list[Any]:
-    """``parameters`` as a list: one Parameter/array, or any iterable (generators included)."""
-    if isinstance(parameters, Parameter | jax.Array | np.ndarray):
+    """``parameters`` as a list: one Tensor/array, or any iterable (generators included)."""
+    if isinstance(parameters, Tensor | jax.Array | np.ndarray):
         return [parameters]
     if not isinstance(parameters, Iterable):
         raise TypeError(
@@ -55,10 +58,6 @@ def _as_list(parameters: Any, what: str) -> list[Any]:
     return items
 
 
-def _grads(parameters: list[Any]) -> list[jax.Array]:
-    return [p.grad for p in parameters if getattr(p, "grad", None) is not None]
-
-
 def _norm_type(norm_type: Any) -> float:
     try:
         return float(norm_type)  # torch accepts 2, 2.0, "inf", math.inf
@@ -69,9 +68,8 @@ def _norm_type(norm_type: Any) -> float:
         ) from None
 
 
-def _vector_norm(x: Any, p: float) -> jax.Array:
+def _vector_norm(x: jax.Array, p: float) -> jax.Array:
     """``torch.linalg.vector_norm(x, p)``: low-precision floats accumulate in float32."""
-    x = jnp.asarray(x)
     dtype = x.dtype
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"cannot take the norm of a {dtype} array; gradients must be floating")
@@ -92,6 +90,21 @@ def _vector_norm(x: Any, p: float) -> jax.Array:
     return out.astype(dtype)
 
 
+@recorded
+def _total_norm(*arrays: jax.Array, norm_type: float) -> jax.Array:
+    """The norm of the per-array norms (torch stacks them, promoting mixed dtypes)."""
+    norms = [_vector_norm(a, norm_type) for a in arrays]
+    dtype = jnp.result_type(*norms)
+    return _vector_norm(jnp.stack([n.astype(dtype) for n in norms]), norm_type)
+
+
+@recorded
+def _clip_coef(total_norm: jax.Array, max_norm: Any) -> jax.Array:
+    # torch clamps instead of branching: a branch on a device value would need a host sync
+    # (and is impossible under tracing); multiplying by exactly 1.0 leaves grads unchanged.
+    return jnp.minimum(max_norm / (total_norm + 1e-6), 1.0)
+
+
 def _raise_if_nonfinite(norm: np.ndarray, norm_type: float) -> None:
     if not np.isfinite(norm):
         raise RuntimeError(_NONFINITE_MSG.format(norm_type=norm_type))
@@ -102,14 +115,14 @@ def get_total_norm(
     norm_type: float | str = 2.0,
     error_if_nonfinite: bool = False,
     foreach: bool | None = None,
-) -> jax.Array:
-    """The norm of several arrays taken together (mirrors ``torch.nn.utils.get_total_norm``).
+) -> Tensor:
+    """The norm of several tensors taken together (mirrors ``torch.nn.utils.get_total_norm``).
 
-    As in torch, each array's norm is computed first and the total is the norm of those norms,
+    As in torch, each tensor's norm is computed first and the total is the norm of those norms,
     which equals the norm of all elements concatenated into one vector.
 
     Args:
-        tensors: an array, or an iterable of arrays (e.g. ``[p.grad for p in params]``).
+        tensors: a Tensor (or array), or an iterable of them (e.g. ``[p.grad for p in ps]``).
         norm_type: the p of the p-norm; ``float('inf')`` / ``'inf'`` for the max-abs norm.
         error_if_nonfinite: raise ``RuntimeError`` if the total norm is nan or inf. Under
             ``jax.jit``/``spx.compile`` the check runs on the host through
@@ -118,38 +131,36 @@ def get_total_norm(
         foreach: accepted for torch compatibility; XLA fuses the per-array work anyway.
 
     Returns:
-        A scalar ``jax.Array`` (0.0 for no arrays).
+        A scalar Tensor (0.0 for no arrays), recorded: computed with the step that uses it.
 
     Shapes:
         tensors: any shapes -> a scalar.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx.nn.utils import get_total_norm
-        >>> float(get_total_norm([jnp.array([3.0]), jnp.array([4.0])]))
+        >>> get_total_norm([spx.tensor([3.0]), spx.tensor([4.0])]).item()
         5.0
     """
     del foreach
-    arrays = [
-        t.data if isinstance(t, Parameter) else t for t in _as_list(tensors, "get_total_norm")
-    ]
+    arrays = _as_list(tensors, "get_total_norm")
     p = _norm_type(norm_type)
     if not arrays:
-        return jnp.asarray(0.0, jnp.float32)
-    norms = [_vector_norm(a, p) for a in arrays]
-    # torch stacks the per-array norms (promoting mixed dtypes) and takes their norm.
-    dtype = jnp.result_type(*norms)
-    total = _vector_norm(jnp.stack([n.astype(dtype) for n in norms]), p)
+        return zeros(())
+    total = _total_norm(*arrays, norm_type=p)
     if error_if_nonfinite:
-        if isinstance(total, jax.core.Tracer):
-            jax.debug.callback(_raise_if_nonfinite, total, p)
+        # torch checks on the host here (a sync); under a transformation the check becomes a
+        # host callback inside the program.
+        value = total._data
+        if isinstance(value, jax.core.Tracer):
+            jax.debug.callback(_raise_if_nonfinite, value, p)
         else:
-            _raise_if_nonfinite(np.asarray(total), p)
+            _raise_if_nonfinite(np.asarray(value), p)
     return total
 
 
 def clip_grads_with_norm_(
-    parameters: Any, max_norm: float, total_norm: jax.Array, foreach: bool | None = None
+    parameters: Any, max_norm: float, total_norm: Tensor, foreach: bool | None = None
 ) -> None:
     """Scale every ``p.grad`` by ``min(1, max_norm / (total_norm + 1e-6))``.
 
@@ -159,15 +170,15 @@ def clip_grads_with_norm_(
     Args:
         parameters: a Parameter or an iterable of Parameters; those whose ``grad`` is None are
             skipped.
-        max_norm: the largest allowed total norm (a number, or a scalar array).
+        max_norm: the largest allowed total norm (a number, or a scalar tensor).
         total_norm: the total norm of the gradients, from :func:`get_total_norm`.
         foreach: accepted for torch compatibility; ignored.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> p = nn.Parameter(jnp.zeros(2)); p.grad = jnp.array([3.0, 4.0])
-        >>> nn.utils.clip_grads_with_norm_([p], 1.0, jnp.asarray(5.0))
+        >>> p = nn.Parameter(spx.zeros(2)); p.grad = spx.tensor([3.0, 4.0])
+        >>> nn.utils.clip_grads_with_norm_([p], 1.0, spx.tensor(5.0))
         >>> [round(g, 3) for g in p.grad.tolist()]
         [0.6, 0.8]
     """
@@ -175,17 +186,21 @@ def clip_grads_with_norm_(
     params = [p for p in _as_list(parameters, "clip_grads_with_norm_") if _has_grad(p)]
     if not params:
         return
-    clip_coef = max_norm / (total_norm + 1e-6)
-    # torch clamps instead of branching: a branch on a device value would need a host sync
-    # (and is impossible under tracing); multiplying by exactly 1.0 leaves grads unchanged.
-    clip_coef_clamped = jnp.minimum(clip_coef, 1.0)
-    for p in params:
-        # torch multiplies in place, so the grad keeps its dtype (bf16 grads stay bf16).
-        p.grad = p.grad * clip_coef_clamped.astype(p.grad.dtype)
+    clip_coef_clamped = _clip_coef(total_norm, max_norm)
+    coef_as: dict[Any, Tensor] = {}
+    with no_grad():
+        for p in params:
+            grad = p.grad
+            # torch multiplies in place by the coefficient cast to the grad's dtype, so the
+            # grad keeps its dtype (bf16 grads stay bf16) and aliases of it see the change.
+            coef = coef_as.get(grad.dtype)
+            if coef is None:
+                coef = coef_as[grad.dtype] = clip_coef_clamped.to(grad.dtype)
+            grad.mul_(coef)
 
 
 def _has_grad(p: Any) -> bool:
-    if not isinstance(p, Parameter):
+    if not isinstance(p, Tensor):
         raise TypeError(
             f"expected spx.nn.Parameter objects (whose .grad is clipped), got "
             f"{type(p).__name__}; pass model.parameters()"
@@ -199,12 +214,12 @@ def clip_grad_norm_(
     norm_type: float | str = 2.0,
     error_if_nonfinite: bool = False,
     foreach: bool | None = None,
-) -> jax.Array:
+) -> Tensor:
     """Clip the total gradient norm of ``parameters`` (mirrors ``torch.nn.utils.clip_grad_norm_``).
 
     The norm is taken over all gradients together, as if concatenated into one vector; each
-    ``p.grad`` is then multiplied by ``min(1, max_norm / (total_norm + 1e-6))``. Works eagerly
-    and inside ``jax.jit``/``spx.compile`` (no value is read back to Python).
+    ``p.grad`` is then multiplied in place by ``min(1, max_norm / (total_norm + 1e-6))``. Works
+    eagerly and inside ``jax.jit``/``spx.compile`` (no value is read back to Python).
 
     Args:
         parameters: a Parameter or an iterable/generator of Parameters (``model.parameters()``);
@@ -216,13 +231,13 @@ def clip_grad_norm_(
         foreach: accepted for torch compatibility; ignored.
 
     Returns:
-        The total norm of the gradients before clipping, a scalar ``jax.Array``.
+        The total norm of the gradients before clipping, a scalar Tensor.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> p = nn.Parameter(jnp.zeros(2)); p.grad = jnp.array([3.0, 4.0])
-        >>> float(nn.utils.clip_grad_norm_([p], max_norm=1.0))
+        >>> p = nn.Parameter(spx.zeros(2)); p.grad = spx.tensor([3.0, 4.0])
+        >>> nn.utils.clip_grad_norm_([p], max_norm=1.0).item()
         5.0
         >>> [round(g, 3) for g in p.grad.tolist()]
         [0.6, 0.8]
@@ -240,7 +255,7 @@ def clip_grad_norm(
     norm_type: float | str = 2.0,
     error_if_nonfinite: bool = False,
     foreach: bool | None = None,
-) -> jax.Array:
+) -> Tensor:
     """Deprecated alias of :func:`clip_grad_norm_` (as in torch, with a ``FutureWarning``)."""
     warnings.warn(
         "`spx.nn.utils.clip_grad_norm` is now deprecated in favor of "
@@ -261,16 +276,17 @@ def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = 
         foreach: accepted for torch compatibility; ignored.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
-        >>> p = nn.Parameter(jnp.zeros(3)); p.grad = jnp.array([-2.0, 0.5, 3.0])
+        >>> p = nn.Parameter(spx.zeros(3)); p.grad = spx.tensor([-2.0, 0.5, 3.0])
         >>> nn.utils.clip_grad_value_([p], 1.0)
         >>> p.grad.tolist()
         [-1.0, 0.5, 1.0]
     """
     del foreach
-    for p in _as_list(parameters, "clip_grad_value_"):
-        if _has_grad(p):
-            # torch clamps in place: the bound is cast to the grad's dtype, which stays as is.
-            bound = jnp.asarray(clip_value, dtype=p.grad.dtype)
-            p.grad = jnp.clip(p.grad, -bound, bound)
+    clip_value = float(clip_value)
+    with no_grad():
+        for p in _as_list(parameters, "clip_grad_value_"):
+            if _has_grad(p):
+                # torch clamps in place; the grad keeps its dtype.
+                p.grad.clamp_(-clip_value, clip_value)

@@ -1,12 +1,14 @@
 """Flatten parameters into one vector and back (mirrors ``torch.nn.utils.convert_parameters``).
 
-Used by second-order optimizers, evolution strategies and model averaging. Both functions only
-reshape and slice, so they work unchanged inside ``jax.jit``/``spx.compile`` where ``.data``
-holds tracers.
+Used by second-order optimizers, evolution strategies and model averaging. As in torch,
+:func:`parameters_to_vector` is differentiable (one recorded concatenation of the flattened
+parameters) and :func:`vector_to_parameters` writes values without autograd. Both only reshape
+and slice, so they work unchanged inside ``jax.jit``/``spx.compile``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.recorded import recorded
+from spx._tensor.tensor import Tensor
 from spx.nn.parameter import Parameter
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
@@ -22,7 +27,7 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 def _param_list(parameters: Any, what: str) -> list[Parameter]:
     # One Parameter is taken as [p]; torch would iterate its rows, which flattens to the same
     # vector, so the result is identical and the intent is clearer.
-    if isinstance(parameters, Parameter):
+    if isinstance(parameters, Tensor):
         return [parameters]
     if not isinstance(parameters, Iterable):
         raise TypeError(
@@ -31,7 +36,7 @@ def _param_list(parameters: Any, what: str) -> list[Parameter]:
         )
     params = list(parameters)
     for i, p in enumerate(params):
-        if not isinstance(p, Parameter):
+        if not isinstance(p, Tensor):
             raise TypeError(
                 f"{what}: item {i} of parameters is a {type(p).__name__}, expected an "
                 "spx.nn.Parameter; pass model.parameters()"
@@ -39,14 +44,32 @@ def _param_list(parameters: Any, what: str) -> list[Parameter]:
     return params
 
 
-def parameters_to_vector(parameters: Iterable[Parameter]) -> jax.Array:
+@recorded
+def _flat_concat(*arrays: jax.Array) -> jax.Array:
+    return jnp.concatenate([jnp.reshape(a, (-1,)) for a in arrays])
+
+
+@recorded
+def _pieces(vec: jax.Array, shapes: tuple[tuple[int, ...], ...]) -> tuple[jax.Array, ...]:
+    out, start = [], 0
+    for shape in shapes:
+        n = math.prod(shape)
+        out.append(jnp.reshape(vec[start : start + n], shape))
+        start += n
+    return tuple(out)
+
+
+def parameters_to_vector(parameters: Iterable[Parameter]) -> Tensor:
     """Concatenate the flattened values of ``parameters`` into one vector.
+
+    As torch's (``cat`` of ``p.view(-1)``), the result is differentiable: a loss computed from
+    it backpropagates into the parameters' ``.grad``.
 
     Args:
         parameters: an iterable (or generator) of Parameters, e.g. ``model.parameters()``.
 
     Returns:
-        A 1-D ``jax.Array`` of length ``sum(p.numel())``; mixed dtypes promote as ``torch.cat``.
+        A 1-D Tensor of length ``sum(p.numel())``; mixed dtypes promote as ``torch.cat``.
 
     Shapes:
         each parameter ``(*)`` -> ``(sum of numel,)``.
@@ -55,7 +78,7 @@ def parameters_to_vector(parameters: Iterable[Parameter]) -> jax.Array:
         >>> from spx import nn
         >>> from spx.nn.utils import parameters_to_vector
         >>> parameters_to_vector(nn.Linear(3, 2).parameters()).shape
-        (8,)
+        spx.Size([8])
     """
     params = _param_list(parameters, "parameters_to_vector")
     if not params:
@@ -64,17 +87,19 @@ def parameters_to_vector(parameters: Iterable[Parameter]) -> jax.Array:
             "parameters_to_vector: got no parameters; pass a non-empty iterable such as "
             "model.parameters()"
         )
-    return jnp.concatenate([jnp.reshape(p.data, (-1,)) for p in params])
+    return _flat_concat(*params)
 
 
-def vector_to_parameters(vec: jax.Array, parameters: Iterable[Parameter]) -> None:
-    """Write consecutive slices of ``vec`` into ``parameters`` (sets each ``p.data``).
+def vector_to_parameters(vec: Tensor, parameters: Iterable[Parameter]) -> None:
+    """Write consecutive slices of ``vec`` into ``parameters`` (their values, without autograd).
 
     The inverse of :func:`parameters_to_vector`. As in torch, each parameter takes ``vec``'s
-    dtype, and a ``vec`` longer than the parameters need has its tail ignored.
+    dtype, and a ``vec`` longer than the parameters need has its tail ignored. A parameter of
+    ``vec``'s dtype is written in place (aliases such as ``state_dict()`` values see it); one of
+    another dtype gets a new value of ``vec``'s dtype (torch's ``p.data = ...``).
 
     Args:
-        vec: a 1-D ``jax.Array`` or ``numpy.ndarray``.
+        vec: a 1-D Tensor, ``jax.Array`` or ``numpy.ndarray``.
         parameters: an iterable (or generator) of Parameters, e.g. ``model.parameters()``.
 
     Raises:
@@ -85,19 +110,18 @@ def vector_to_parameters(vec: jax.Array, parameters: Iterable[Parameter]) -> Non
         vec ``(N,)`` with ``N >= sum of numel``.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> from spx.nn.utils import vector_to_parameters
         >>> layer = nn.Linear(3, 2)
-        >>> vector_to_parameters(jnp.zeros(8), layer.parameters())
-        >>> float(layer.weight.sum())
+        >>> vector_to_parameters(spx.zeros(8), layer.parameters())
+        >>> layer.weight.sum().item()
         0.0
     """
-    if isinstance(vec, Parameter):
-        vec = vec.data
-    if not isinstance(vec, jax.Array | np.ndarray):
-        raise TypeError(f"expected a jax.Array or numpy.ndarray for vec, but got: {type(vec)}")
-    vec = jnp.asarray(vec)
+    if not isinstance(vec, Tensor | jax.Array | np.ndarray):
+        raise TypeError(
+            f"expected an spx.Tensor, jax.Array or numpy.ndarray for vec, but got: {type(vec)}"
+        )
     if vec.ndim != 1:
         raise RuntimeError(
             f"vector_to_parameters: vec must be 1-D, got shape {tuple(vec.shape)}; "
@@ -110,8 +134,12 @@ def vector_to_parameters(vec: jax.Array, parameters: Iterable[Parameter]) -> Non
             f"vector_to_parameters: vec has {vec.shape[0]} elements but the parameters hold "
             f"{needed}; build vec with parameters_to_vector over the same parameters"
         )
-    pointer = 0
-    for p in params:
-        n = p.numel()
-        p.data = jnp.reshape(vec[pointer : pointer + n], p.shape)
-        pointer += n
+    if not params:
+        return
+    with no_grad():  # torch writes through .data: no autograd history
+        pieces = _pieces(vec, tuple(tuple(p.shape) for p in params))
+        for p, piece in zip(params, pieces, strict=True):
+            if piece.dtype == p.dtype:
+                p.copy_(piece)
+            else:
+                p.data = piece

@@ -11,7 +11,7 @@ from tests.distributed.elastic._helpers import SPX_RUN, finish, run, script, sta
 
 RANKS = """
 import os, sys
-import jax.numpy as jnp
+import spx
 import spx.distributed as dist
 
 COUNT = 0  # module globals are per rank: each rank sees its own
@@ -20,7 +20,8 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 assert str(rank) == os.environ["RANK"] == os.environ["LOCAL_RANK"], (rank, os.environ["RANK"])
 os.environ["MINE"] = str(rank)  # stays in this rank's overlay
-total = dist.all_reduce(jnp.ones(2) * (rank + 1))
+total = spx.ones(2) * (rank + 1)
+dist.all_reduce(total)
 assert os.environ["MINE"] == str(rank)
 print(f"rank={rank} world={os.environ['WORLD_SIZE']} count={COUNT} sum={float(total[0])} "
       f"name={__name__} argv={sys.argv[1:]} restart={os.environ['TORCHELASTIC_RESTART_COUNT']}")

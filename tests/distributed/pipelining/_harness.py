@@ -86,12 +86,15 @@ def shared_stages(stage_to_rank: dict[int, int], tag: str = "") -> dict[int, Pip
         n = len(stage_to_rank)
         devices = jax.local_devices()
         stages = {s: PipelineStage(block(s), s, n, devices[r]) for s, r in stage_to_rank.items()}
-        initial = {s: [p.data for p in st.submod.parameters()] for s, st in stages.items()}
+        # Host copies: restoring them leaves each stage to place its parameters on its device.
+        initial = {
+            s: [np.asarray(p.detach()) for p in st.submod.parameters()] for s, st in stages.items()
+        }
         _SHARED[key] = (stages, initial)
     stages, initial = _SHARED[key]
     for s, st in stages.items():
         for p, v in zip(st.submod.parameters(), initial[s], strict=True):
-            p.data = v
+            p.data = spx.as_tensor(v)
             p.grad = None
     return stages
 
@@ -116,7 +119,8 @@ def reference(
 ) -> dict[str, Any]:
     """Single-device reference: full-batch output, per-microbatch losses and ``p.grad`` of
     the full-batch loss (the mean loss over the batch, for ``mse``)."""
-    out = chain(modules, x, **kwargs)
+    with spx.no_grad():
+        out = chain(modules, x, **kwargs)
     result: dict[str, Any] = {"output": np.asarray(out)}
     if loss_fn is None:
         return result

@@ -240,7 +240,7 @@ class _Masked(nn.Module):
         h = self.lin(x)
         if double:  # control flow on a non-array kwarg: torch passes it through unchanged
             h = 2 * h
-        return jnp.tanh(h * mask)
+        return spx.tanh(h * mask)
 
 
 def _masked_pair() -> list[nn.Module]:

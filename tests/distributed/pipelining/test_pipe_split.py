@@ -45,7 +45,9 @@ forward_jit = jax.jit(lambda model, x: model(x))
 
 
 def tokens(seed: int, batch: int = 2) -> jax.Array:
-    return jax.random.randint(jax.random.key(seed), (batch, CFG.block_size), 0, CFG.vocab_size)
+    return spx.as_tensor(
+        jax.random.randint(jax.random.key(seed), (batch, CFG.block_size), 0, CFG.vocab_size)
+    )
 
 
 def run_stages(stages: list[nn.Module], *args: object) -> object:
@@ -70,9 +72,9 @@ class Marked(nn.Module):
         self.c = nn.Linear(8, 3)
 
     def forward(self, x: jax.Array) -> jax.Array:
-        h0 = jnp.tanh(self.a(x))
+        h0 = spx.tanh(self.a(x))
         pipe_split()
-        h1 = jnp.tanh(self.b(h0))
+        h1 = spx.tanh(self.b(h0))
         pipe_split()
         return self.c(h1 + h0) * 2.0 + x[:, :3]
 
@@ -98,11 +100,16 @@ def test_pipe_split_markers_reproduce_the_model_and_skip_values_pass_through() -
     assert len(h0) == 2 and len(h1_out) == 3
     ref = jax.jit(lambda x: model(x))(x)
     np.testing.assert_array_equal(jax.jit(lambda x: run_stages([s0, s1, s2], x))(x), ref)
-    np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pipe(x), model(x).detach(), rtol=1e-6, atol=1e-6)
     # Stage 1 receives the stage-0 activation and the model's input, and hands both on.
-    ref_h0 = jnp.tanh(model.a(x))
+    with spx.no_grad():
+        ref_h0 = spx.tanh(model.a(x))
     for received in (h0, h1_out):
-        assert any(np.allclose(v, ref_h0, rtol=1e-6, atol=1e-6) for v in received)
+        # (In whatever order the split hands them on.)
+        assert any(
+            v.shape == ref_h0.shape and np.allclose(v, ref_h0, rtol=1e-6, atol=1e-6)
+            for v in received
+        )
         assert any(np.array_equal(v, x) for v in received)
     assert list(s0.state_dict()) == ["a.weight", "a.bias"]
     assert list(s1.state_dict()) == ["b.weight", "b.bias"]
@@ -115,15 +122,16 @@ def test_pipe_split_outside_pipeline_changes_nothing() -> None:
     x = jax.random.normal(jax.random.key(0), (5, 4))
 
     def plain(m: Marked, x: jax.Array) -> jax.Array:
-        h0 = jnp.tanh(m.a(x))
-        return m.c(jnp.tanh(m.b(h0)) + h0) * 2.0 + x[:, :3]
+        h0 = spx.tanh(m.a(x))
+        return m.c(spx.tanh(m.b(h0)) + h0) * 2.0 + x[:, :3]
 
-    np.testing.assert_array_equal(model(x), plain(model, x))
+    np.testing.assert_array_equal(model(x).detach(), plain(model, x).detach())
     np.testing.assert_array_equal(
         jax.jit(lambda x: model(x))(x), jax.jit(lambda x: plain(model, x))(x)
     )
-    g = jax.grad(lambda x: model(x).sum())(x)
-    np.testing.assert_allclose(g, jax.grad(lambda x: plain(model, x).sum())(x), rtol=1e-6)
+    g = jax.grad(lambda x: jnp.asarray(model(x).sum()))(x)
+    want = jax.grad(lambda x: jnp.asarray(plain(model, x).sum()))(x)
+    np.testing.assert_allclose(g, want, rtol=1e-6)
     np.testing.assert_allclose(
         jax.vmap(model)(x[:, None]), jax.vmap(lambda v: plain(model, v))(x[:, None])
     )
@@ -175,7 +183,7 @@ def test_markers_inside_jitted_helpers_are_found() -> None:
 
     @jax.jit
     def helper(h: jax.Array) -> jax.Array:
-        h = jnp.sin(h)
+        h = spx.sin(h)
         pipe_split()
         return h * 3.0
 
@@ -189,11 +197,16 @@ def test_markers_inside_jitted_helpers_are_found() -> None:
 
     model = Jitted()
     x = jnp.arange(12.0).reshape(3, 4) / 10
-    model(x)  # the helper's trace is cached (with its marker) before pipeline() reuses it
+    # The helper's trace is cached (with its marker) before pipeline() reuses it. Without
+    # no_grad the eager call raises: a jax.jit function given a Tensor that requires grad
+    # would drop its gradient (tests/tensor/test_convert.py).
+    with spx.no_grad():
+        model(x)
     pipe = pipeline(model, (x,))
     assert pipe.num_stages == 2
     assert list(pipe.get_stage_module(0).state_dict()) == ["l1.weight", "l1.bias"]
-    np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
+    with spx.no_grad():
+        np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
 
 
 def test_kwargs_and_non_array_arguments() -> None:
@@ -213,7 +226,9 @@ def test_kwargs_and_non_array_arguments() -> None:
     model = KW()
     x, bias = jnp.ones((2, 3)), jnp.arange(3.0)
     pipe = pipeline(model, (x,), {"bias": bias, "times": 2})
-    np.testing.assert_array_equal(pipe(x, bias=bias, times=2), model(x, bias=bias, times=2))
+    np.testing.assert_array_equal(
+        pipe(x, bias=bias, times=2), model(x, bias=bias, times=2).detach()
+    )
     with pytest.raises(ValueError, match="traced the model with 2"):
         pipe.get_stage_module(0)(x, bias=bias, times=3)
     with pytest.raises(
@@ -245,7 +260,7 @@ def test_buffers_and_unused_parameters_are_kept_under_their_names() -> None:
     assert list(s0.state_dict()) == ["a.weight", "a.bias", "spare.weight", "spare.bias"]
     assert list(s1.state_dict()) == [k for k in model.state_dict() if k.startswith("norm.")]
     assert [k for k, _ in s1.named_buffers()] == [k for k, _ in model.named_buffers()]
-    np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pipe(x), model(x).detach(), rtol=1e-6, atol=1e-6)
     # No marker at all: one stage holding everything.
     whole = pipeline(nn.Linear(3, 2), (x,))
     assert whole.num_stages == 1
@@ -341,11 +356,11 @@ def test_stages_run_on_another_device_with_closed_over_constants() -> None:
     stages = [pipe.build_stage(i, device) for i in range(2)]
     losses: list = []
     out = ScheduleInterleaved1F1B(stages, 2, loss_fn=loss_fn).step(x, target=y, losses=losses)
-    assert out.devices() == {device}
+    assert out.device == device
     np.testing.assert_allclose(np.mean(losses), ref_loss, rtol=1e-5)
     for k, p in ref_g.named_parameters():
         got = wrapped.get_parameter(k)
-        assert got.data.devices() == {device}  # the model's own Parameters moved
+        assert got.device == device  # the model's own Parameters moved
         np.testing.assert_allclose(np.asarray(got.grad), np.asarray(p.data), rtol=1e-5, atol=1e-6)
 
 
@@ -401,7 +416,7 @@ def test_random_forward_is_rejected_until_eval() -> None:
         pipeline(model, (x,), split_spec={"2": BEGIN})
     assert spx.random.get_key() is key_before
     pipe = pipeline(model.eval(), (x,), split_spec={"2": BEGIN})
-    np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pipe(x), model(x).detach(), rtol=1e-6, atol=1e-6)
 
 
 def test_buffer_updates_are_rejected_until_eval() -> None:
@@ -414,7 +429,7 @@ def test_buffer_updates_are_rejected_until_eval() -> None:
     assert model[1].running_mean is mean_before
     pipe = pipeline(model.eval(), (x,), split_spec={"2": BEGIN})
     assert list(pipe.get_stage_module(0).state_dict()) == list(model.state_dict())[:7]
-    np.testing.assert_allclose(pipe(x), model(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pipe(x), model(x).detach(), rtol=1e-6, atol=1e-6)
 
 
 def test_empty_stage_is_rejected() -> None:
@@ -475,5 +490,5 @@ def test_bad_stage_index_and_arguments() -> None:
     with pytest.raises(TypeError, match="stage 1 takes 1 inputs, got 2"):
         pipe.get_stage_module(1)(jnp.ones((2, 8, 16)), jnp.ones((2, 8, 16)))
     model.bfloat16()  # the program was traced for float32 parameters
-    with pytest.raises(ValueError, match=r"'embed\.wte\.weight' is bfloat16\[32, 16\]"):
+    with pytest.raises(ValueError, match=r"'embed\.(wte|wpe)\.weight' is bfloat16\["):
         pipe.get_stage_module(0)(x)

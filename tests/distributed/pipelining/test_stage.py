@@ -44,7 +44,7 @@ class Fan(nn.Module):
         self.side = nn.Linear(16, 8)
 
     def forward(self, x):
-        return jnp.tanh(self.wide(x)), self.side(x)  # a tuple: stage 1's two arguments
+        return spx.tanh(self.wide(x)), self.side(x)  # a tuple: stage 1's two arguments
 
 
 class Middle(nn.Module):
@@ -56,7 +56,7 @@ class Middle(nn.Module):
         self.dtype = dtype
 
     def forward(self, h, skip):
-        return {"h": jnp.tanh(self.lin(h.astype(self.dtype))), "skip": skip}
+        return {"h": spx.tanh(self.lin(h.to(self.dtype))), "skip": skip}
 
 
 class Merge(nn.Module):
@@ -68,7 +68,7 @@ class Merge(nn.Module):
         self.proj = nn.Linear(32, 8)
 
     def forward(self, d):
-        return self.proj(self.norm(d["h"].astype(jnp.float32))) * d["skip"]
+        return self.proj(self.norm(d["h"].to(spx.float32))) * d["skip"]
 
 
 def hetero_module(index: int, dtype: Any) -> nn.Module:

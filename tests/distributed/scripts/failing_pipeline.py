@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import sys
 
-import jax.numpy as jnp
-
 import spx
 import spx.distributed as dist
 from spx.distributed.pipelining import PipelineStage, get_schedule_class
@@ -37,7 +35,7 @@ def main(schedule_name: str, fail_rank: int, fail_step: int, fail_mb: int) -> No
             return backward(mb, grads)
 
         stage.backward_one_chunk = failing_backward
-    x, t = jnp.ones((8, 8)), jnp.zeros((8, 8))
+    x, t = spx.ones(8, 8), spx.zeros(8, 8)
     for step in range(fail_step + 2):
         current["step"] = step
         if stage.is_first:

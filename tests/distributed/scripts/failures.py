@@ -12,8 +12,7 @@ import sys
 import time
 from datetime import timedelta
 
-import jax.numpy as jnp
-
+import spx
 import spx.distributed as dist
 
 
@@ -25,7 +24,7 @@ def main(mode: str) -> None:
     timeout = timedelta(seconds=3) if mode == "timeout" else None
     dist.init_process_group(timeout=timeout)
     rank = dist.get_rank()
-    x = jnp.ones(4) * rank
+    x = spx.ones(4) * rank
     dist.all_reduce(x)  # everyone is up and connected
     say("start")
     if mode == "raise":
@@ -38,7 +37,7 @@ def main(mode: str) -> None:
         # Rank 1 leaves with sys.exit(3) while rank 0 waits for a message from it.
         if rank == 1:
             sys.exit(3)
-        dist.recv(jnp.zeros(4), src=1)
+        dist.recv(spx.zeros(4), src=1)
     elif mode == "kill":
         # Rank 1 dies (SIGKILL: no Python code runs) while rank 0 waits in a collective.
         if rank == 1:
@@ -48,7 +47,7 @@ def main(mode: str) -> None:
     elif mode == "timeout":
         # A receive that is never matched, under a 3 s group timeout.
         if rank == 0:
-            dist.recv(jnp.zeros(4), src=1, tag=9)
+            dist.recv(spx.zeros(4), src=1, tag=9)
         else:
             time.sleep(60)
     elif mode == "sigterm":
@@ -82,12 +81,13 @@ def main(mode: str) -> None:
         # Rank 0 sends and is done at once; rank 1 pulls a second later: the exit handshake
         # must keep rank 0's transfer server up until then.
         if rank == 0:
-            dist.send(jnp.arange(4.0), dst=1)
-            dist.send(jnp.arange(1 << 20, dtype=jnp.float32), dst=1, tag=1)
+            dist.send(spx.arange(4.0), dst=1)
+            dist.send(spx.arange(1 << 20, dtype=spx.float32), dst=1, tag=1)
         else:
             time.sleep(1.0)
-            a = dist.recv(jnp.zeros(4), src=0)
-            b = dist.recv(jnp.zeros(1 << 20), src=0, tag=1)
+            a, b = spx.zeros(4), spx.zeros(1 << 20)
+            dist.recv(a, src=0)
+            dist.recv(b, src=0, tag=1)
             assert float(a[3]) == 3.0 and float(b[-1]) == (1 << 20) - 1
     say("end")
 

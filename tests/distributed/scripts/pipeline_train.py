@@ -18,8 +18,6 @@ import time
 
 T0 = float(os.environ.get("LAUNCH_T0", time.time()))
 
-import jax.numpy as jnp  # noqa: E402
-
 import spx  # noqa: E402
 import spx.distributed as dist  # noqa: E402
 from spx import nn  # noqa: E402
@@ -37,7 +35,7 @@ def main() -> None:
     stage = PipelineStage(module, rank, world, spx.device("cpu"))
     schedule = Schedule1F1B(stage, 4, loss_fn=lambda out, t: ((out - t) ** 2).mean())
     opt = spx.optim.AdamW(module.parameters(), lr=1e-3)
-    x, t = jnp.ones((16, 64)), jnp.zeros((16, 64))
+    x, t = spx.ones(16, 64), spx.zeros(16, 64)
     first = None
     losses = []
     for _ in range(STEPS):
@@ -51,7 +49,7 @@ def main() -> None:
             schedule.step()
         opt.step()
         for p in module.parameters():
-            p.data.block_until_ready()
+            p.sum().item()  # wait for the update (a host read, as torch's .item() syncs)
         if first is None:
             dist.barrier()  # the step is done on every rank
             first = time.time()

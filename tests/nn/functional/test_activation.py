@@ -114,8 +114,9 @@ def test_softmax_family(op, dim):
 def test_softmax_implicit_dim_matches_torch_with_warning(ndim):
     rng = np.random.default_rng(4)
     x = randn(rng, *(3,) * ndim)
-    with pytest.warns(UserWarning, match="Implicit dimension"):
+    with pytest.warns(UserWarning, match="Implicit dimension") as caught:
         y = F.softmax(jnp.asarray(x))
+    assert caught[0].filename == __file__  # the user's line, not spx's internals (as torch)
     with pytest.warns(UserWarning):
         ref = TF.softmax(torch.tensor(x))
     assert_close(y, ref)

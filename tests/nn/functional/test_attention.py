@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 import spx.nn.functional as F
 
-from ._reference import assert_close, check_against_torch, randn, torch
+from ._reference import assert_close, cat, check_against_torch, randn, torch
 
 TF = torch.nn.functional
 # Softmax-weighted sums over S keys in a different association order than torch's kernels.
@@ -172,7 +173,7 @@ def _check_mha(rng, x, options, need_weights=True):
 
         return f
 
-    check_against_torch(joined(ours, jnp.concatenate), joined(theirs, torch.cat), args, atol=ATOL,
+    check_against_torch(joined(ours, cat), joined(theirs, torch.cat), args, atol=ATOL,
                         grad_atol=WEIGHT_GRAD_ATOL)  # fmt: skip
 
 
@@ -233,9 +234,13 @@ def test_mha_module_parity_cross_attention_bias_kv_zero_attn_kdim_batch_first():
 
     g = np.random.default_rng(9).standard_normal(tuple(ref_out.shape)).astype(np.float32)
 
+    def ours_arrays(q, q_proj):
+        out, w = ours(q, q_proj)
+        return jnp.asarray(out), jnp.asarray(w)
+
     @jax.jit
     def run(q, wq):
-        (out, w), vjp = jax.vjp(ours, q, wq)
+        (out, w), vjp = jax.vjp(ours_arrays, q, wq)
         return out, w, vjp((jnp.asarray(g), jnp.zeros_like(w)))
 
     out, w, (gq, gw) = run(jnp.asarray(q), p["q_proj_weight"])
@@ -244,6 +249,15 @@ def test_mha_module_parity_cross_attention_bias_kv_zero_attn_kdim_batch_first():
     (ref_out * torch.tensor(g)).sum().backward()
     assert_close(gq, tq.grad, atol=ATOL)
     assert_close(gw, mod.q_proj_weight.grad, atol=WEIGHT_GRAD_ATOL)
+    # torch flow: Tensors that require grad, loss.backward() into .grad.
+    sq = spx.tensor(q, requires_grad=True)
+    swq = spx.nn.Parameter(p["q_proj_weight"])
+    out_s, w_s = ours(sq, swq)
+    (out_s * spx.tensor(g)).sum().backward()
+    assert_close(out_s, ref_out, atol=ATOL)
+    assert_close(w_s, ref_w, atol=ATOL)
+    assert_close(sq.grad, tq.grad, atol=ATOL)
+    assert_close(swq.grad, mod.q_proj_weight.grad, atol=WEIGHT_GRAD_ATOL)
 
 
 def test_mha_errors():

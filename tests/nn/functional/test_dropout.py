@@ -41,24 +41,38 @@ def test_same_key_same_mask_and_fresh_keys_differ():
 
 
 def test_default_is_training_like_torch_and_eval_is_identity():
-    x = jnp.ones((32, 32))
-    assert np.any(np.asarray(F.dropout(x, key=jax.random.key(1))) == 0)  # training=True default
+    x = spx.ones(32, 32)
+    assert np.any(F.dropout(x, key=jax.random.key(1)).numpy() == 0)  # training=True default
+    # As torch: the input tensor itself, nothing recorded.
     assert F.dropout(x, 0.5, training=False) is x
     assert F.dropout(x, 0.0, key=jax.random.key(1)) is x
+    t = torch.ones(3)
+    assert TF.dropout(t, 0.5, training=False) is t
+    # An array in: a Tensor with the same values out.
+    y = F.dropout(jnp.ones(3), 0.5, training=False)
+    assert isinstance(y, spx.Tensor)
+    assert_close(y, np.ones(3))
 
 
 def test_p_one_gives_zeros_and_zero_gradient():
     x = jnp.arange(6.0)
     assert_close(F.dropout(x, 1.0), np.zeros(6))
-    assert_close(jax.grad(lambda x: F.dropout(x, 1.0).sum())(x), np.zeros(6))
+    assert_close(jax.grad(lambda x: jnp.asarray(F.dropout(x, 1.0)).sum())(x), np.zeros(6))
+    xt = spx.arange(6.0).requires_grad_()
+    F.dropout(xt, 1.0).sum().backward()
+    assert_close(xt.grad, np.zeros(6))
 
 
 def test_gradient_is_mask_times_scale():
     x = jnp.arange(1.0, 101.0)
     key = jax.random.key(5)
     y = F.dropout(x, 0.3, key=key)
-    g = jax.grad(lambda x: F.dropout(x, 0.3, key=key).sum())(x)
+    g = jax.grad(lambda x: jnp.asarray(F.dropout(x, 0.3, key=key)).sum())(x)
     assert_close(g, np.where(np.asarray(y) != 0, 1 / 0.7, 0.0))
+    # torch flow: the same mask (same key) scales the gradient reaching .grad.
+    xt = spx.arange(1.0, 101.0).requires_grad_()
+    F.dropout(xt, 0.3, key=key).sum().backward()
+    assert_close(xt.grad, np.where(np.asarray(y) != 0, 1 / 0.7, 0.0))
 
 
 @pytest.mark.parametrize("p", [-0.1, 1.5])
@@ -104,4 +118,5 @@ def test_alpha_dropout_keeps_mean_and_variance():
     y = F.alpha_dropout(x, 0.2, training=True, key=jax.random.key(1))
     assert abs(float(jnp.mean(y))) < 0.01
     assert abs(float(jnp.std(y)) - 1.0) < 0.01
-    assert F.alpha_dropout(x, 0.2) is x  # torch's default is training=False
+    xt = spx.tensor(np.asarray(x))
+    assert F.alpha_dropout(xt, 0.2) is xt  # torch's default is training=False

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 import spx.nn.functional as F
 
 from ._reference import assert_close, check_against_torch, randn, torch
@@ -47,7 +48,7 @@ def test_layer_norm_int_shape_and_bf16_keeps_dtype():
     y = F.layer_norm(x, 4)
     assert y.dtype == jnp.bfloat16
     ref = TF.layer_norm(torch.arange(8.0).reshape(2, 4), (4,))
-    assert_close(y.astype(jnp.float32), ref, rtol=1e-2, atol=1e-2)  # bf16 has 8 mantissa bits
+    assert_close(y.float(), ref, rtol=1e-2, atol=1e-2)  # bf16 has 8 mantissa bits
 
 
 def test_layer_norm_bad_shape():
@@ -108,9 +109,17 @@ def test_batch_norm_with_stats_matches_torch_in_place_update():
     assert_close(res.output, ref, atol=ATOL)
     assert_close(res.running_mean, t_rm)
     assert_close(res.running_var, t_rv)  # updated with the unbiased batch variance
-    # The plain form returns only the output and leaves the inputs alone (arrays are immutable).
-    out = F.batch_norm(jnp.asarray(x), jnp.asarray(rm), jnp.asarray(rv), training=True)
-    assert isinstance(out, jax.Array) and out.shape == x.shape
+    # The plain form updates Tensor running stats in place, as torch does.
+    s_rm, s_rv = spx.tensor(rm), spx.tensor(rv)
+    out = F.batch_norm(spx.tensor(x), s_rm, s_rv, training=True, momentum=0.3)
+    assert isinstance(out, spx.Tensor) and out.shape == x.shape
+    assert_close(out, ref, atol=ATOL)
+    assert_close(s_rm, t_rm)
+    assert_close(s_rv, t_rv)
+    # Arrays cannot change: they are read and left alone.
+    j_rm = jnp.asarray(rm)
+    F.batch_norm(jnp.asarray(x), j_rm, jnp.asarray(rv), training=True)
+    assert_close(j_rm, rm)
     # Eval returns the stats unchanged.
     ev = F.batch_norm_with_stats(jnp.asarray(x), jnp.asarray(rm), jnp.asarray(rv))
     assert_close(ev.running_mean, rm)

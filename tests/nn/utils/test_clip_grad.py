@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
+from spx import nn
 from spx.nn import Parameter
 from spx.nn.utils import (
     clip_grad_norm,
@@ -54,11 +56,14 @@ def _assert_grads_equal(tps, sps) -> None:
 @pytest.mark.parametrize("max_norm", [0.5, 1e4])  # below the norm (clips) and above (no-op)
 def test_clip_grad_norm_matches_torch(norm_type, max_norm):
     tps, sps = _pair(_grads())
+    grads = [p.grad for p in sps]
     t_norm = torch.nn.utils.clip_grad_norm_(tps, max_norm, norm_type=norm_type)
     s_norm = clip_grad_norm_(sps, max_norm, norm_type=norm_type)
-    assert isinstance(s_norm, jax.Array) and s_norm.shape == ()
-    np.testing.assert_allclose(np.asarray(s_norm), t_norm.numpy(), rtol=RTOL, atol=ATOL)
+    assert isinstance(s_norm, spx.Tensor) and s_norm.shape == ()
+    np.testing.assert_allclose(s_norm.numpy(), t_norm.numpy(), rtol=RTOL, atol=ATOL)
     _assert_grads_equal(tps, sps)
+    # In place, as torch: the same .grad tensors hold the clipped values.
+    assert all(p.grad is g for p, g in zip(sps, grads, strict=True))
 
 
 def test_clip_applies_only_when_norm_exceeds_max():
@@ -161,7 +166,7 @@ def test_bfloat16_grads_keep_dtype():
     # bf16 has 8 bits of mantissa: both round the same f32-accumulated norm, then the product.
     np.testing.assert_allclose(float(s_norm), float(t_norm), rtol=1e-2)
     np.testing.assert_allclose(
-        np.asarray(sp.grad.astype(jnp.float32)), tp.grad.float().numpy(), rtol=1e-2, atol=1e-3
+        sp.grad.float().numpy(), tp.grad.float().numpy(), rtol=1e-2, atol=1e-3
     )
 
 
@@ -197,6 +202,29 @@ def test_clip_grad_value_under_jit():
         return out
 
     np.testing.assert_array_equal(np.asarray(clip(jnp.array([-3.0, 0.5, 2.0]))), [-1, 0.5, 1])
+
+
+def test_after_loss_backward_on_a_model_matches_torch():
+    # The torch flow end to end: backward, clip, and the clipped .grad of every parameter.
+    torch.manual_seed(0)
+    t = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    s = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    s.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    x = np.random.default_rng(9).standard_normal((16, 4)).astype(np.float32) * 5
+    t(torch.tensor(x)).pow(2).sum().backward()
+    s(spx.tensor(x)).pow(2).sum().backward()
+    t_norm = torch.nn.utils.clip_grad_norm_(t.parameters(), 0.5)
+    s_norm = clip_grad_norm_(s.parameters(), 0.5)
+    assert float(t_norm) > 0.5  # the case that clips
+    np.testing.assert_allclose(s_norm.numpy(), t_norm.numpy(), rtol=RTOL)
+    for (name, tp), sp in zip(t.named_parameters(), s.parameters(), strict=True):
+        np.testing.assert_allclose(
+            sp.grad.numpy(), tp.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=name
+        )
+    torch.nn.utils.clip_grad_value_(t.parameters(), 1e-3)
+    clip_grad_value_(s.parameters(), 1e-3)
+    for tp, sp in zip(t.parameters(), s.parameters(), strict=True):
+        np.testing.assert_allclose(sp.grad.numpy(), tp.grad.numpy(), rtol=RTOL, atol=ATOL)
 
 
 def test_deprecated_alias_warns():

@@ -5,8 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
 from spx.nn.utils import parameters_to_vector, vector_to_parameters
+from tests.nn._parity import host
 
 torch = pytest.importorskip("torch")
 
@@ -23,36 +25,46 @@ def _pair():
 
 def test_parameters_to_vector_matches_torch():
     t, sps = _pair()
-    expected = torch.nn.utils.parameters_to_vector(t.parameters()).detach().numpy()
+    t_vec = torch.nn.utils.parameters_to_vector(t.parameters())
     got = parameters_to_vector(p for p in sps)  # generators work, as in torch
-    assert got.shape == (26,)
-    np.testing.assert_array_equal(np.asarray(got), expected)
+    assert isinstance(got, spx.Tensor) and got.shape == (26,)
+    np.testing.assert_array_equal(host(got), t_vec.detach().numpy())
+    # Differentiable, as torch's: a loss of the vector backpropagates into every parameter.
+    w = np.linspace(-1, 1, 26, dtype=np.float32)
+    (t_vec * torch.from_numpy(w)).pow(2).sum().backward()
+    assert got.requires_grad
+    (got * spx.tensor(w)).pow(2).sum().backward()
+    for tp, sp in zip(t.parameters(), sps, strict=True):
+        np.testing.assert_allclose(sp.grad.numpy(), tp.grad.numpy(), rtol=1e-6, atol=1e-7)
 
 
 def test_vector_to_parameters_matches_torch():
     t, sps = _pair()
     vec = np.random.default_rng(0).standard_normal(27).astype(np.float32)  # tail ignored
     torch.nn.utils.vector_to_parameters(torch.from_numpy(vec), t.parameters())
+    aliases = [sp.detach() for sp in sps]
     vector_to_parameters(jnp.asarray(vec), sps)
-    for tp, sp in zip(t.parameters(), sps, strict=True):
-        assert sp.shape == tuple(tp.shape)
+    for tp, sp, alias in zip(t.parameters(), sps, aliases, strict=True):
+        assert sp.shape == tuple(tp.shape) and sp.requires_grad and sp.is_leaf
         np.testing.assert_array_equal(np.asarray(sp.data), tp.detach().numpy())
+        np.testing.assert_array_equal(alias.numpy(), tp.detach().numpy())  # written in place
 
 
 def test_round_trip_and_dtype_follows_vec():
     _, sps = _pair()
-    vec = parameters_to_vector(sps)
-    vector_to_parameters(vec.astype(jnp.bfloat16), sps)
-    assert all(p.dtype == jnp.bfloat16 for p in sps)  # torch also takes vec's dtype
-    np.testing.assert_allclose(
-        np.asarray(parameters_to_vector(sps).astype(jnp.float32)),
-        np.asarray(vec.astype(jnp.bfloat16).astype(jnp.float32)),
-    )
+    with spx.no_grad():
+        vec = parameters_to_vector(sps)
+        vector_to_parameters(vec.to(spx.bfloat16), sps)
+        assert all(p.dtype == jnp.bfloat16 for p in sps)  # torch also takes vec's dtype
+        np.testing.assert_allclose(
+            parameters_to_vector(sps).float().numpy(), vec.to(spx.bfloat16).float().numpy()
+        )
 
 
 def test_single_parameter():
     p = nn.Parameter(jnp.arange(6.0).reshape(2, 3))
-    np.testing.assert_array_equal(np.asarray(parameters_to_vector(p)), np.arange(6.0))
+    with spx.no_grad():
+        np.testing.assert_array_equal(parameters_to_vector(p).numpy(), np.arange(6.0))
     vector_to_parameters(jnp.zeros(6), p)
     assert p.shape == (2, 3) and float(p.sum()) == 0.0
 

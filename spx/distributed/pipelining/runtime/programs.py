@@ -27,9 +27,28 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
-from spx.compile.binding import Binding
+from spx._tensor.tensor import Tensor
+from spx.compile.binding import Binding, _buffer_value, _grad_value, _set_grad_value, _with_value
 from spx.distributed.pipelining.runtime.backward_split import BackwardSplit, split_backward
 from spx.nn.module import Module
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def to_arrays(tree: Any) -> Any:
+    """``tree`` with every Tensor replaced by its array (the runtime moves plain arrays)."""
+    return jax.tree_util.tree_map(
+        lambda x: x._value() if isinstance(x, Tensor) else x, tree, is_leaf=_is_tensor
+    )
+
+
+def to_tensors(tree: Any) -> Any:
+    """``tree`` with every array (or tracer) wrapped as a Tensor: what user code sees."""
+    return jax.tree_util.tree_map(
+        lambda x: Tensor._of(x) if isinstance(x, jax.Array) else x, tree, is_leaf=_is_tensor
+    )
 
 
 def _is_float(x: Any) -> bool:
@@ -211,17 +230,24 @@ class StagePrograms:
         """
         params = self.binding.params
         self._live = (
-            [params[i].data for i in self.train_index],
-            [params[i].data for i in self.frozen_index],
+            [params[i]._data for i in self.train_index],
+            [params[i]._data for i in self.frozen_index],
         )
         return self._live
 
     def read_buffers(self) -> list[jax.Array]:
-        return [d[n] for d, n in self.binding.buffer_slots]
+        return [_buffer_value(d[n]) for d, n in self.binding.buffer_slots]
 
     def write_buffers(self, values: list[jax.Array]) -> None:
+        # Into the original buffer objects (torch updates buffers in place).
+        binding = self.binding
+        for (d, n), obj, v in zip(binding.buffer_slots, binding.buffer_objs, values, strict=True):
+            d[n] = _with_value(obj, v)
+
+    def _bind_buffers(self, values: list[Any]) -> None:
+        # While tracing: fresh Tensors over the tracers (the real objects keep their values).
         for (d, n), v in zip(self.binding.buffer_slots, values, strict=True):
-            d[n] = v
+            d[n] = None if v is None else Tensor._of(v)
 
     # -- the module as a pure function -------------------------------------------------------
     def _apply(self, train, frozen, buffers, key, args, kwargs):
@@ -233,10 +259,11 @@ class StagePrograms:
             params = binding.params
             for i, v in zip(self.frozen_index, frozen, strict=True):
                 params[i]._data = v
-            self.write_buffers(buffers)
+            self._bind_buffers(buffers)
             spx_random.set_key(key)
-            args, kwargs = _unwrap_static((args, kwargs))
-            out = self.module(*args, **kwargs)
+            # The module sees Tensors, as in torch; the runtime moves the plain arrays.
+            args, kwargs = to_tensors(_unwrap_static((args, kwargs)))
+            out = to_arrays(self.module(*args, **kwargs))
             return out, self.read_buffers(), spx_random.get_key()
         finally:
             binding.write_state(before)
@@ -275,9 +302,11 @@ class StagePrograms:
 
     def _loss(self, out, target):
         if isinstance(target, _LossInputs):  # torch's loss_fn(output, target, **loss_kwargs)
-            kwargs = _unwrap_static(target.loss_kwargs)
-            return jnp.asarray(self.loss_fn(out, target.target, **kwargs))
-        return jnp.asarray(self.loss_fn(out, target))
+            kwargs = to_tensors(_unwrap_static(target.loss_kwargs))
+            loss = self.loss_fn(to_tensors(out), to_tensors(target.target), **kwargs)
+        else:
+            loss = self.loss_fn(to_tensors(out), to_tensors(target))
+        return jnp.asarray(to_arrays(loss))
 
     def _cotangent(self, grads_out: Any) -> Any:
         # The last stage differentiates its scalar loss; the others get their output
@@ -373,9 +402,9 @@ class StagePrograms:
 
     def finish(self, params: list[Any], acc: list[jax.Array], scale: float | None) -> None:
         """``p.grad += scale * acc`` for every trainable parameter, in one dispatch."""
-        new = self._finish([p.grad for p in params], acc, 1.0 if scale is None else scale)
+        new = self._finish([_grad_value(p) for p in params], acc, 1.0 if scale is None else scale)
         for p, g in zip(params, new, strict=True):
-            p.grad = g
+            _set_grad_value(p, g)
 
     # -- diagnostics -------------------------------------------------------------------------
     def cost(self, which: str, *args: Any) -> float:

@@ -30,8 +30,10 @@ import numpy as np
 from jax.extend.core import DropVar, Jaxpr, Var
 
 from spx import random as spx_random
-from spx.compile.binding import Binding
+from spx._tensor.tensor import Tensor
+from spx.compile.binding import Binding, _buffer_value
 from spx.distributed.pipelining.runtime.backward_split import _inline
+from spx.distributed.pipelining.runtime.programs import to_arrays, to_tensors
 from spx.distributed.pipelining.split.marker import (
     SplitPoint,
     check_no_nested_markers,
@@ -150,7 +152,9 @@ def trace(
     state = _State(module)
     params, slots = state.params, state.slots
 
-    in_leaves, in_tree = jax.tree_util.tree_flatten((tuple(mb_args), dict(mb_kwargs)))
+    # The program is traced over arrays; the model itself sees Tensors, as in torch.
+    example = to_arrays((tuple(mb_args), dict(mb_kwargs)))
+    in_leaves, in_tree = jax.tree_util.tree_flatten(example)
     # Arrays are inputs; anything else (ints, flags, None) is part of the traced program.
     dyn_index = tuple(i for i, x in enumerate(in_leaves) if isinstance(x, jax.Array | np.ndarray))
     record: dict[str, Any] = {}
@@ -159,15 +163,17 @@ def trace(
         for p, v in zip(params, pvals, strict=True):
             p._data = v
         for (d, n), v in zip(slots, bvals, strict=True):
-            d[n] = v
+            d[n] = None if v is None else Tensor._of(v)
         spx_random.set_key(key)
         leaves = list(in_leaves)
         for i, v in zip(dyn_index, dyn, strict=True):
             leaves[i] = v
-        args, kwargs = in_tree.unflatten(leaves)
-        out = module(*args, **kwargs)
+        args, kwargs = to_tensors(in_tree.unflatten(leaves))
+        out = to_arrays(module(*args, **kwargs))
         record.update(pvals=pvals, bvals=bvals, key=key)
-        record.update(params=[p._data for p in params], buffers=[d[n] for d, n in slots])
+        record.update(
+            params=[p._data for p in params], buffers=[_buffer_value(d[n]) for d, n in slots]
+        )
         record["key_after"] = spx_random.get_key()
         return out
 
@@ -177,7 +183,7 @@ def trace(
         with split_points(module, split_spec):
             closed, out_shape = jax.make_jaxpr(forward, return_shape=True)(
                 [p._data for p in params],
-                [d[n] for d, n in slots],
+                [_buffer_value(d[n]) for d, n in slots],
                 spx_random.get_key(),
                 [in_leaves[i] for i in dyn_index],
             )

@@ -28,6 +28,7 @@ from typing import Any
 from jax.extend.core import Jaxpr, Primitive
 from jax.interpreters import mlir
 
+from spx._tensor import program
 from spx.nn import _structure
 from spx.nn.module import Module
 
@@ -54,7 +55,14 @@ def _tracing() -> bool:
 def mark_split(origin: str) -> None:
     """Bind the marker with a description of where it comes from (used by ``split_spec``)."""
     if _tracing():
-        pipe_split_p.bind(origin=origin)
+        _bind(origin)
+
+
+def _bind(origin: str) -> None:
+    # Tensor operations are recorded and computed lazily: compute what the forward recorded
+    # so far first, so that its equations come before the marker in the trace.
+    program.flush()
+    pipe_split_p.bind(origin=origin)
 
 
 def pipe_split() -> None:
@@ -70,7 +78,7 @@ def pipe_split() -> None:
     flow has no meaning, and ``pipeline()`` rejects it.
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import spx
         >>> from spx import nn
         >>> class Two(nn.Module):
         ...     def __init__(self):
@@ -80,13 +88,13 @@ def pipe_split() -> None:
         ...         x = self.a(x)
         ...         pipe_split()  # stage 0 ends here
         ...         return self.b(x)
-        >>> Two()(jnp.ones((3, 4))).shape  # a normal forward outside pipeline()
-        (3, 2)
+        >>> Two()(spx.ones(3, 4)).shape  # a normal forward outside pipeline()
+        spx.Size([3, 2])
     """
     if _tracing():
         frame = sys._getframe(1)
-        pipe_split_p.bind(
-            origin=f"pipe_split() at {frame.f_code.co_filename}:{frame.f_lineno} "
+        _bind(
+            f"pipe_split() at {frame.f_code.co_filename}:{frame.f_lineno} "
             f"(in {frame.f_code.co_name})"
         )
 

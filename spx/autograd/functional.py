@@ -1,25 +1,20 @@
-"""Gradients, the torch way and the JAX way.
+"""Functional gradients over Modules: ``spx.backward(fn, model)``, ``spx.value_and_grad``.
 
-spx has no tape: arrays are plain ``jax.Array``. Two entry points replace ``loss.backward()``:
+torch's own form — ``loss.backward()`` on a Tensor — is the main path (:mod:`spx._tensor`).
+These are the explicit, JAX-style alternatives; inside them JAX differentiates ``fn``, spx
+records no autograd history, and ``jnp`` functions may be used freely:
 
-* :func:`backward` — torch flow. ``spx.backward(fn, *args)`` evaluates ``fn(*args)`` (a scalar)
-  and **accumulates** d loss / d p into ``p.grad`` of every trainable Parameter of every Module,
-  Parameter or Optimizer among ``args``, so ``zero_grad / backward / clip_grad_norm_ / step``
-  ports line for line::
-
-      # torch                            # spx
-      loss = loss_fn(model(x), y)        loss = spx.backward(lambda m: loss_fn(m(x), y), model)
-      loss.backward()
-
-* :func:`value_and_grad` / :func:`grad` — functional, over Modules: the gradient comes back
-  shaped like the model (a Module whose trainable Parameters hold gradients, None elsewhere).
+* :func:`backward` — ``spx.backward(fn, *args)`` evaluates ``fn(*args)`` (a scalar) and
+  **accumulates** d loss / d p into ``p.grad`` of every trainable Parameter of every Module,
+  Parameter or Optimizer among ``args``; it returns the loss as a Tensor.
+* :func:`value_and_grad` / :func:`grad` — the gradient comes back shaped like the model (a
+  Module whose trainable Parameters hold gradients, None elsewhere).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -27,7 +22,16 @@ import jax.numpy as jnp
 
 from spx import _transforms
 from spx import random as spx_random
-from spx.compile.binding import Binding, flatten_args, is_stateful
+from spx._tensor.grad_mode import no_grad as _no_grad_mode
+from spx._tensor.graph import Storage, value_node
+from spx._tensor.tensor import Tensor
+from spx.compile.binding import (
+    Binding,
+    _grad_value,
+    _set_grad_value,
+    flatten_args,
+    is_stateful,
+)
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
 
@@ -37,26 +41,10 @@ _NOT_SCALAR = (
 )
 
 
-@contextlib.contextmanager
-def no_grad() -> Iterator[None]:
-    """A context manager that changes nothing (mirrors ``torch.no_grad`` for porting).
-
-    spx records no tape, so there is nothing to switch off: gradients exist only where
-    :func:`backward` or :func:`value_and_grad` asks for them. Use ``jax.lax.stop_gradient``
-    to block gradient flow through a value inside a differentiated function.
-
-    Example:
-        >>> import spx
-        >>> with spx.no_grad():
-        ...     pass
-    """
-    yield
-
-
 def _split_loss(out: Any, fn_name: str) -> tuple[jax.Array, Any, bool]:
     has_aux = isinstance(out, tuple | list)
     loss = out[0] if has_aux else out
-    loss = jnp.asarray(loss)
+    loss = loss._data if isinstance(loss, Tensor) else jnp.asarray(loss)
     if loss.shape != ():
         raise ValueError(_NOT_SCALAR.format(fn=fn_name, shape=tuple(loss.shape)))
     if not jnp.issubdtype(loss.dtype, jnp.inexact):
@@ -90,15 +78,15 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         >>> model = spx.nn.Linear(3, 1)
         >>> loss = spx.backward(lambda m: (m(jnp.ones((4, 3))) ** 2).mean(), model)
         >>> model.weight.grad.shape
-        (1, 3)
+        spx.Size([1, 3])
     """
     leaves, _ = flatten_args((args, kwargs))
     roots = [x for x in leaves if is_stateful(x)]
     if not roots:
         raise ValueError(
-            "spx.backward found no Module, Parameter or Optimizer among the arguments, so there "
-            "is nothing to differentiate. Pass the model: spx.backward(lambda m: loss_fn(m(x), "
-            "y), model)"
+            "spx.backward found no Module, Parameter, Optimizer or tensor that requires grad "
+            "among the arguments, so there is nothing to differentiate. Pass the model: "
+            "spx.backward(lambda m: loss_fn(m(x), y), model)"
         )
     binding = Binding(roots)
     if binding.has_uninitialized():
@@ -110,34 +98,59 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     box: dict[str, Any] = {}
 
     def loss_of(datas: list[jax.Array]) -> tuple[jax.Array, Any]:
+        # JAX differentiates here: spx records no autograd history (jnp calls are fine).
         try:
-            for p, d in zip(train, datas, strict=True):
-                p._data = d
-            with _transforms.binding():
-                out = fn(*args, **kwargs)
-            loss, aux, box["has_aux"] = _split_loss(out, fn_name)
-            after = binding.read_state()
-            return loss, (aux, after[2], after[4])
+            with _no_grad_mode():
+                for p, d in zip(train, datas, strict=True):
+                    p._data = d
+                with _transforms.binding():
+                    out = fn(*args, **kwargs)
+                loss, aux, box["has_aux"] = _split_loss(out, fn_name)
+                after = binding.read_state()
+            return loss, (_arrays(aux), after[2], after[4])
         finally:
             binding.write_state(before)
 
     (loss, (aux, buffers, key)), grads = jax.value_and_grad(loss_of, has_aux=True)(
         [p._data for p in train]
     )
-    for (d, n), b in zip(binding.buffer_slots, buffers, strict=True):
-        d[n] = b
+    for (d, n), obj, b in zip(binding.buffer_slots, binding.buffer_objs, buffers, strict=True):
+        if obj is not None and b is not None:
+            obj._data = b
+            d[n] = obj
+        else:
+            d[n] = None if b is None else Tensor._of(b)
     spx_random.set_key(key)
     for p, g in zip(train, grads, strict=True):
-        p.grad = g if p.grad is None else p.grad + g
-    return (loss, aux) if box["has_aux"] else loss
+        old = _grad_value(p)
+        _set_grad_value(p, g if old is None else old + g)
+    loss = Tensor._of(loss)
+    return (loss, _tensors(aux)) if box["has_aux"] else loss
 
 
 def _materialize(binding: Binding, fn: Callable, args: Any, kwargs: Any) -> None:
     """Run one forward to give lazy parameters their shapes; keep no other effect."""
-    buffers = [d[n] for d, n in binding.buffer_slots]
-    fn(*args, **kwargs)
-    for (d, n), b in zip(binding.buffer_slots, buffers, strict=True):
-        d[n] = b
+    buffers = [(d[n], None if d[n] is None else d[n]._data) for d, n in binding.buffer_slots]
+    with _no_grad_mode():
+        fn(*args, **kwargs)
+    for (d, n), (obj, value) in zip(binding.buffer_slots, buffers, strict=True):
+        if obj is not None:
+            obj._data = value
+        d[n] = obj
+
+
+def _arrays(tree: Any) -> Any:
+    """Tensors in ``tree`` as their arrays (what a JAX transformation may return)."""
+    return jax.tree.map(
+        lambda x: x._data if isinstance(x, Tensor) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, Tensor),
+    )
+
+
+def _tensors(tree: Any) -> Any:
+    """Arrays in ``tree`` as Tensors (what spx returns)."""
+    return jax.tree.map(lambda x: Tensor._of(x) if isinstance(x, jax.Array) else x, tree)
 
 
 def value_and_grad(
@@ -163,7 +176,7 @@ def value_and_grad(
         >>> model = spx.nn.Linear(3, 1)
         >>> loss, g = spx.value_and_grad(lambda m, x: m(x).sum())(model, jnp.ones((2, 3)))
         >>> g.weight.data.shape
-        (1, 3)
+        spx.Size([1, 3])
     """
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums:
@@ -183,13 +196,13 @@ def value_and_grad(
         splits = []
         for n in nums:
             leaves, treedef = jax.tree_util.tree_flatten(
-                args[n], is_leaf=lambda x: isinstance(x, Parameter)
+                args[n], is_leaf=lambda x: isinstance(x, Tensor)
             )
             slots: list[int | None] = []
             unique: list[Any] = []
             seen: dict[int, int] = {}
             for x in leaves:
-                if isinstance(x, Parameter):
+                if isinstance(x, Parameter) or (isinstance(x, Tensor) and _in_module(args[n])):
                     if not _trainable(x):
                         slots.append(None)
                     elif id(x) in seen:
@@ -215,7 +228,8 @@ def value_and_grad(
             new_args = list(args)
             for n, (leaves, treedef, slots, unique), values in zip(nums, splits, diff, strict=True):
                 new_args[n] = rebuild(leaves, treedef, slots, unique, values)
-            with _transforms.binding():
+            # JAX differentiates here: spx records no autograd history (jnp calls are fine).
+            with _no_grad_mode(), _transforms.binding():
                 out = fn(*new_args, **kwargs)
             if has_aux:
                 if not isinstance(out, tuple) or len(out) != 2:
@@ -223,12 +237,12 @@ def value_and_grad(
                 loss, aux = out
             else:
                 loss, aux = out, None
-            loss = jnp.asarray(loss)
+            loss = loss._data if isinstance(loss, Tensor) else jnp.asarray(loss)
             if loss.shape != ():
                 raise ValueError(
                     _NOT_SCALAR.format(fn=getattr(fn, "__name__", "fn"), shape=loss.shape)
                 )
-            return loss, aux
+            return loss, _arrays(aux)
 
         diff = [[_data(u) for u in unique] for _, _, _, unique in splits]
         (loss, aux), grads = jax.value_and_grad(inner, has_aux=True)(diff)
@@ -237,7 +251,8 @@ def value_and_grad(
             fresh = [_with_data(u, v) for u, v in zip(unique, g, strict=True)]
             trees.append(treedef.unflatten([None if k is None else fresh[k] for k in slots]))
         out_grads = trees[0] if isinstance(argnums, int) else tuple(trees)
-        return ((loss, aux), out_grads) if has_aux else (loss, out_grads)
+        loss = Tensor._of(loss)
+        return ((loss, _tensors(aux)), out_grads) if has_aux else (loss, out_grads)
 
     return wrapped
 
@@ -251,7 +266,7 @@ def grad(
         >>> import spx, jax.numpy as jnp
         >>> g = spx.grad(lambda m: m(jnp.ones((2, 3))).sum())(spx.nn.Linear(3, 1))
         >>> g.bias.data.shape
-        (1,)
+        spx.Size([1])
     """
     vg = value_and_grad(fn, argnums, has_aux)
 
@@ -264,7 +279,7 @@ def grad(
 
 
 def _is_float_array(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.inexact)
+    return isinstance(x, Tensor | jax.Array) and jnp.issubdtype(x.dtype, jnp.inexact)
 
 
 def _in_module(tree: Any) -> bool:
@@ -274,14 +289,13 @@ def _in_module(tree: Any) -> bool:
 
 
 def _data(x: Any) -> jax.Array:
-    return x.data if isinstance(x, Parameter) else x
+    return x._data if isinstance(x, Tensor) else x
 
 
 def _with_data(x: Any, value: Any) -> Any:
-    if isinstance(x, Parameter):
-        p = object.__new__(Parameter)
-        p._data = value
-        p.grad = None
-        p.requires_grad = x.requires_grad
-        return p
+    """A new object like ``x`` (a Parameter stays a Parameter) holding ``value``."""
+    if isinstance(x, Tensor):
+        t = object.__new__(Parameter if isinstance(x, Parameter) else Tensor)
+        t._init(Storage(value_node(value)), x._rg)
+        return t
     return value

@@ -1,0 +1,205 @@
+"""torch's autograd entry points on recorded tensors: ``backward`` and ``grad``.
+
+Both run :func:`spx._tensor.program.run` with the outputs as grad roots: one compiled program
+replays the recorded forward under ``jax.vjp`` and returns the gradients (already added to the
+existing ``.grad`` of each leaf, for ``backward``), together with every pending value of the
+thread. The program is cached by the structure of the recorded graph, so a training loop pays
+for tracing and compiling once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+
+from spx._tensor import graph, program
+from spx._tensor.graph import Storage, value_node
+
+_NO_GRAD_FN = (
+    "element {i} of tensors does not require grad and does not have a grad_fn. Did the loss "
+    "come from parameters? Check requires_grad on the inputs, that the forward pass did not "
+    "run under spx.no_grad(), and that no value went through .detach(), .item() or numpy."
+)
+_IMPLICIT = "grad can be implicitly created only for scalar outputs (got shape {shape})"
+_UNUSED = (
+    "One of the differentiated Tensors appears to not have been used in the graph. Set "
+    "allow_unused=True if this is the desired behavior."
+)
+
+
+def _as_list(x: Any) -> list:
+    if x is None:
+        return []
+    if isinstance(x, Sequence) and not hasattr(x, "_ref"):
+        return list(x)
+    return [x]
+
+
+def _roots_and_cotangents(tensors: list, grads: list) -> tuple[list, list | None]:
+    from spx._tensor.tensor import Tensor
+
+    if grads and len(grads) != len(tensors):
+        raise RuntimeError(
+            f"grad_tensors/grad_outputs has {len(grads)} entries but there are {len(tensors)} "
+            "outputs; pass one gradient per output"
+        )
+    roots, cots = [], []
+    explicit = any(g is not None for g in grads)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensors to differentiate, got {type(t).__name__} at {i}")
+        if not t.requires_grad:
+            raise RuntimeError(_NO_GRAD_FN.format(i=i))
+        g = grads[i] if grads else None
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(_IMPLICIT.format(shape=list(t.shape)))
+            cots.append(None)
+        else:
+            g_val = g._value() if isinstance(g, Tensor) else jnp.asarray(g)
+            if tuple(g_val.shape) != tuple(t.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {list(g_val.shape)} "
+                    f"and output[{i}] has a shape of {list(t.shape)}."
+                )
+            cots.append(g_val.astype(t.dtype))
+        roots.append(t._ref(True))
+    if not explicit:
+        return roots, None  # the program differentiates with ones (scalar outputs)
+    return roots, [
+        jnp.ones(t.shape, t.dtype) if c is None else c for c, t in zip(cots, tensors, strict=False)
+    ]
+
+
+def _set_grad(t: Any, value: Any) -> None:
+    from spx._tensor.tensor import Tensor
+
+    for hook in t.__dict__.get("_grad_hooks", ()):
+        out = hook(Tensor._of(value))
+        if out is not None:
+            value = out._value() if isinstance(out, Tensor) else out
+    grad = t._grad
+    if grad is None:
+        t._grad = Tensor._of(value)
+    else:
+        s = grad._cur()
+        s.node, s.idx = value_node(value), 0
+        s.version += 1
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate the gradient of ``tensors`` into the ``.grad`` of leaves (torch's form).
+
+    Args:
+        tensors: the outputs (a Tensor or a sequence); scalars need no ``grad_tensors``.
+        grad_tensors: the gradient with respect to each output (None for scalars: ones).
+        retain_graph: keep the graph for another backward (default: ``create_graph``).
+        create_graph: not supported (higher-order gradients); raises.
+        inputs: accumulate only into these tensors' ``.grad`` (leaves or not).
+
+    Example:
+        >>> import spx
+        >>> w = spx.ones(3, requires_grad=True)
+        >>> spx.autograd.backward((w * w).sum())
+        >>> w.grad.tolist()
+        [2.0, 2.0, 2.0]
+    """
+    _no_create_graph(create_graph)
+    outs = _as_list(tensors)
+    roots, cots = _roots_and_cotangents(outs, _as_list(grad_tensors))
+    targets = None if inputs is None else _as_list(inputs)
+    cuts = None if targets is None else [t._ref(True) for t in targets]
+
+    def accumulate(diff: Any) -> Any:
+        t = diff.leaf if targets is None else targets[diff]
+        grad = t._grad
+        return None if grad is None else grad._ref(False)
+
+    grads, diffs = program.run(
+        roots=roots,
+        cotangents=cots,
+        cuts=cuts,
+        accumulate=accumulate,
+        retain_graph=bool(retain_graph),
+    )
+    for g, diff in zip(grads, diffs, strict=True):
+        _set_grad(diff.leaf if targets is None else targets[diff], g)
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs`` (torch's ``autograd.grad``).
+
+    Nothing is accumulated into ``.grad``. An input the outputs do not depend on raises unless
+    ``allow_unused`` (then its gradient is None, or zeros with ``materialize_grads``).
+
+    Example:
+        >>> import spx
+        >>> x = spx.tensor([1.0, 2.0], requires_grad=True)
+        >>> (g,) = spx.autograd.grad((x ** 3).sum(), x)
+        >>> g.tolist()
+        [3.0, 12.0]
+    """
+    from spx._tensor.tensor import Tensor
+
+    _no_create_graph(create_graph)
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported")
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    for i, t in enumerate(ins):
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (input {i}) does not require grad"
+            )
+    roots, cots = _roots_and_cotangents(outs, _as_list(grad_outputs))
+    grads, diffs = program.run(
+        roots=roots, cotangents=cots, cuts=[t._ref(True) for t in ins],
+        retain_graph=bool(retain_graph),
+    )  # fmt: skip
+    found: dict[int, Any] = dict(zip(diffs, grads, strict=True))
+    result = []
+    for k, t in enumerate(ins):
+        if k in found:
+            result.append(Tensor._of(found[k]))
+        elif materialize_grads:
+            result.append(Tensor._of(jnp.zeros(t.shape, t.dtype)))
+        elif allow_unused or materialize_grads:
+            result.append(None)
+        else:
+            raise RuntimeError(_UNUSED)
+    return tuple(result)
+
+
+def _no_create_graph(create_graph: bool) -> None:
+    if create_graph:
+        raise NotImplementedError(
+            "create_graph=True (gradients of gradients) is not supported by spx's autograd; "
+            "for higher-order derivatives write the function with spx.func-style JAX "
+            "transforms (jax.grad of jax.grad) on arrays"
+        )
+
+
+def compute(storages: Sequence[Storage]) -> None:
+    """Compute these storages (and everything pending on this thread) now."""
+    program.run(list(storages))
+
+
+del graph

@@ -1,0 +1,364 @@
+"""Conversions of :class:`spx.Tensor`: dtypes, devices, Python and numpy values, copies.
+
+``to(...)`` follows torch's overloads (``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+``to(other)``) and returns ``self`` when nothing changes. ``item()``, ``tolist()``, ``numpy()``,
+``float(t)``, ``bool(t)``, printing and ``np.asarray(t)`` need the value: they compute what is
+pending (one compiled program) — a synchronization point, as in torch on an accelerator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx._tensor import graph
+from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.inplace import _astype
+
+_NUMPY_REQUIRES_GRAD = (
+    "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+)
+_JNP_REQUIRES_GRAD = (
+    "A JAX/numpy function was called on a Tensor that requires grad ({what}): its result "
+    "would not be part of the autograd graph, so loss.backward() would silently miss this "
+    "path. Use the spx equivalent (a Tensor method such as t.sin(), spx.sin(t), or "
+    "spx.nn.functional), or t.detach() if no gradient should flow here."
+)
+
+
+def _is_dtype(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return False
+    try:
+        np.dtype(obj)
+    except TypeError:
+        return False
+    return not isinstance(obj, jax.Device)
+
+
+def _device_of_value(value: Any) -> Any:
+    devices = getattr(value, "devices", None)
+    if devices is None:
+        return None
+    try:
+        found = devices()
+    except Exception:  # a tracer, or a deleted array
+        return None
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _stop_gradient(x: Any) -> Any:
+    return jax.lax.stop_gradient(x)
+
+
+def _without_history(t: Any) -> Any:
+    """A new tensor over ``t``'s value, recorded with grad mode off: no autograd history."""
+    previous = graph.set_grad_enabled_flag(False)
+    try:
+        return apply(_stop_gradient, (), (t,))
+    finally:
+        graph.set_grad_enabled_flag(previous)
+
+
+class ConvertMethods:
+    """dtype/device conversion, Python/numpy values, copies."""
+
+    __slots__ = ()
+
+    # -- dtype and device --------------------------------------------------------------------
+    @property
+    def dtype(self) -> Any:
+        return self._aval.dtype
+
+    @property
+    def device(self) -> jax.Device | None:
+        """The device holding the value (computed if pending), or None under a transform."""
+        return _device_of_value(self._value())
+
+    @property
+    def is_cuda(self) -> bool:
+        dev = self.device
+        return dev is not None and dev.platform == "gpu"
+
+    @property
+    def is_cpu(self) -> bool:
+        dev = self.device
+        return dev is None or dev.platform == "cpu"
+
+    def get_device(self) -> int:
+        dev = self.device
+        return -1 if dev is None or dev.platform == "cpu" else dev.id
+
+    def is_floating_point(self) -> bool:
+        return bool(jnp.issubdtype(self.dtype, jnp.floating))
+
+    def is_complex(self) -> bool:
+        return bool(jnp.issubdtype(self.dtype, jnp.complexfloating))
+
+    def is_signed(self) -> bool:
+        return bool(jnp.issubdtype(self.dtype, jnp.signedinteger) or self.is_floating_point())
+
+    # spx has no lazy conjugate/negative bits (torch's views of complex tensors): never set.
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def resolve_conj(self) -> Any:
+        return self
+
+    def resolve_neg(self) -> Any:
+        return self
+
+    def element_size(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.itemsize
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """Cast and/or move: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(t)``."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if hasattr(a, "_ref"):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str | jax.Device):
+                device = a
+            elif a is not None and _is_dtype(a):
+                dtype = a
+            elif a is not None and not isinstance(a, bool):
+                raise TypeError(
+                    f"to() received an invalid combination of arguments: {a!r} is neither a "
+                    "dtype, a device nor a tensor"
+                )
+        out = self
+        if dtype is not None and canonical(dtype) != out.dtype:
+            out = apply(_astype, (canonical(dtype),), (out,))
+        if device is not None:
+            out = out._moved(device)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def _moved(self, device: Any) -> Any:
+        from spx.device import device as resolve_device
+
+        target = resolve_device(device)
+        value = self._value()
+        current = _device_of_value(value)
+        if current is None or current == target:
+            return self
+        if self.requires_grad and graph.STATE.grad_enabled:
+            raise NotImplementedError(
+                f"moving a tensor that requires grad from {current} to {target} would cut the "
+                "autograd graph; move the model and data before computing, or move "
+                "t.detach()"
+            )
+        from spx._tensor.tensor import Tensor
+
+        return Tensor._of(jax.device_put(value, target), requires_grad=self._rg)
+
+    def cpu(self, memory_format: Any = None) -> Any:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, memory_format=None) -> Any:
+        return self.to("cuda" if device is None else f"cuda:{int(getattr(device, 'id', device))}")
+
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        if dtype is None:
+            return f"spx.{np.dtype(self.dtype).name}"
+        return self.to(dtype)
+
+    def type_as(self, other: Any) -> Any:
+        return self.to(other.dtype)
+
+    def float(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.float32)
+
+    def double(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.float64)
+
+    def half(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.float16)
+
+    def bfloat16(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.bfloat16)
+
+    def long(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+
+    def int(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.int32)
+
+    def short(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.int16)
+
+    def char(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.int8)
+
+    def byte(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.uint8)
+
+    def bool(self, memory_format: Any = None) -> Any:
+        return self.to(jnp.bool_)
+
+    def pin_memory(self, device: Any = None) -> Any:
+        return self
+
+    def share_memory_(self) -> Any:
+        return self
+
+    # -- copies ------------------------------------------------------------------------------
+    def clone(self, *, memory_format: Any = None) -> Any:
+        """A copy with its own storage (differentiable: gradients flow back to ``self``)."""
+        return apply(jnp.copy, (), (self,))
+
+    def detach(self) -> Any:
+        """The same values without autograd history (``requires_grad=False``).
+
+        In-place writes through either tensor are seen by both, as in torch: a leaf's
+        detached tensor is an alias (same storage); a result of an operation with history
+        gets a view of it whose derivation stops the gradient (the shared storage would carry
+        the history).
+        """
+        if not self._cur().node.requires_grad:
+            return self._alias()
+        return self._make_view(_without_history(self), _stop_gradient, ())
+
+    def detach_(self) -> Any:
+        """Cut this tensor from its history in place (it becomes a leaf)."""
+        s = self._cur()
+        if s.node.requires_grad:
+            cut = _without_history(self)._s
+            s.node, s.idx = cut.node, cut.idx
+            if s.node.values is None:
+                graph.note_pending(s)
+        self._rg = False
+        return self
+
+    # -- Python and numpy values -------------------------------------------------------------
+    def _value_for_host(self, what: str) -> Any:
+        value = self._value()
+        if isinstance(value, jax.core.Tracer):
+            raise jax.errors.ConcretizationTypeError(
+                value,
+                f"Tensor.{what}() needs a concrete value, but this tensor is traced (inside "
+                f"spx.compile or another JAX transformation). Return it from the compiled "
+                f"function and call .{what}() outside, or use spx.where / Tensor.masked_fill "
+                "instead of Python control flow on tensor values.",
+            )
+        return value
+
+    def item(self) -> Any:
+        value = self._value_for_host("item")
+        if value.size != 1:
+            raise RuntimeError(f"a Tensor with {value.size} elements cannot be converted to Scalar")
+        return np.asarray(value).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return np.asarray(self._value_for_host("tolist")).tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
+        return np.asarray(self._value_for_host("numpy"))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if self.requires_grad:
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
+        out = np.asarray(self._value_for_host("__array__"))
+        return out if dtype is None else out.astype(dtype)
+
+    def __jax_array__(self) -> jax.Array:
+        if self.requires_grad and graph.STATE.grad_enabled:
+            value = self._value()
+            if not (isinstance(value, jax.core.Tracer) and not graph.STATE.binding):
+                raise RuntimeError(_JNP_REQUIRES_GRAD.format(what=self._describe()))
+            return value
+        return self._value()
+
+    def _describe(self) -> str:
+        return f"shape {list(self.shape)}, dtype {self.dtype}"
+
+    def __bool__(self) -> bool:
+        value = self._value()
+        if isinstance(value, jax.core.Tracer):
+            # Python control flow on a traced value: JAX's own error, which spx.compile's
+            # diagnostics turn into one at the user's line with the fix.
+            raise jax.errors.TracerBoolConversionError(value)
+        if value.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous (shape "
+                f"{list(value.shape)}); use .any() or .all()"
+            )
+        return bool(value.reshape(()))
+
+    def is_nonzero(self) -> bool:
+        """Whether a one-element tensor is nonzero (raises for any other number of elements)."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(
+                "Boolean value of Tensor with no values is ambiguous"
+                if n == 0
+                else "Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if not jnp.issubdtype(self.dtype, jnp.integer) or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    # -- new tensors like this one -----------------------------------------------------------
+    def new_tensor(self, data: Any, dtype: Any = None, device=None, requires_grad=False) -> Any:
+        from spx.ops.creation import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device=None, requires_grad=False) -> Any:
+        from spx.ops.creation import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device=None, requires_grad=False) -> Any:
+        from spx.ops.creation import ones
+
+        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype=None, device=None, requires_grad=False):
+        from spx.ops.creation import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device=None, requires_grad=False) -> Any:
+        return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)

@@ -1,0 +1,540 @@
+"""Indexing of :class:`spx.Tensor`: ``x[...]``, ``x[...] = v``, gather/scatter and friends.
+
+``x[i]``, ``x[a:b]``, ``x[None]``, ``x[..., 0]`` are views (writes through them reach ``x``).
+Integer indices and slice starts are program inputs, not part of the compiled program's key,
+so ``X[i : i + batch]`` in a loop compiles once. Integer tensors/lists index as in numpy (a
+copy, torch's "advanced indexing"); a boolean mask is turned into positions first, which needs
+its value (a synchronization; inside a JAX transformation use ``masked_fill``/``spx.where``).
+``x[mask] = scalar`` needs no synchronization.
+
+Out-of-range integers raise IndexError as in torch. Index *tensors* are checked when their
+value is already computed; an index computed lazily in the same program is not (an
+out-of-range entry then reads NaN for floats, as in JAX).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from spx._tensor import _dims
+from spx._tensor.dispatch import apply
+
+
+def _index(x: Any, *rest: Any) -> Any:
+    """``x`` indexed by ``spec`` (last of ``rest``) with the dynamic parts in ``rest``.
+
+    Integers select first (their dimension goes away before the rest is indexed), as torch
+    does: ``x[1, :, idx]`` has ``idx``'s dimension last, where numpy would put it first.
+    """
+    spec = rest[-1]
+    dyn = iter(rest[:-1])
+    index: list[Any] = []
+    axis = 0
+    for e in spec:
+        kind = e[0]
+        if kind == "n":
+            index.append(None)
+            continue
+        if kind == "i":
+            x = lax.dynamic_index_in_dim(x, next(dyn), axis, keepdims=False)
+            continue
+        if kind == "s":
+            x = lax.dynamic_slice_in_dim(x, next(dyn), e[1], axis)
+            index.append(slice(None))
+        elif kind == "S":
+            index.append(slice(e[1], e[2], e[3]))
+        else:  # "a": an integer array
+            index.append(next(dyn))
+        axis += 1
+    return x[tuple(index)] if index else x
+
+
+def _setitem(x: Any, value: Any, *rest: Any) -> Any:
+    """``x`` with the elements ``x[index]`` replaced by ``value`` (broadcast, cast)."""
+    positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
+    where = _index(positions, *rest)
+    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    return x.reshape(-1).at[where.reshape(-1)].set(value.reshape(-1)).reshape(x.shape)
+
+
+def _additem(x: Any, value: Any, *rest: Any) -> Any:
+    """``x`` with ``value`` added at ``x[index]`` (repeated positions accumulate)."""
+    positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
+    where = _index(positions, *rest)
+    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    return x.reshape(-1).at[where.reshape(-1)].add(value.reshape(-1)).reshape(x.shape)
+
+
+def _masked_scatter(x: Any, mask: Any, source: Any) -> Any:
+    """The i-th True position of ``mask`` (row-major) takes ``source.flatten()[i]``."""
+    mask = jnp.broadcast_to(mask, x.shape)
+    flat = mask.reshape(-1)
+    take = jnp.clip(jnp.cumsum(flat) - 1, 0, max(source.size - 1, 0))
+    picked = source.reshape(-1).astype(x.dtype)[take].reshape(x.shape)
+    return jnp.where(mask, picked, x)
+
+
+def _put(x: Any, index: Any, source: Any, accumulate: bool) -> Any:
+    flat = x.reshape(-1)
+    at = flat.at[index.reshape(-1)]
+    src = source.reshape(-1).astype(x.dtype)
+    return (at.add(src) if accumulate else at.set(src)).reshape(x.shape)
+
+
+def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
+    mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return jnp.where(mask, jnp.asarray(value).astype(x.dtype), x)
+
+
+def _gather(x: Any, index: Any, axis: int) -> Any:
+    _check_index("gather", x.shape, index, axis)
+    # torch allows index smaller than x in the other dimensions: take the leading part.
+    part = tuple(slice(None) if d == axis else slice(0, index.shape[d]) for d in range(x.ndim))
+    return jnp.take_along_axis(x[part], index, axis=axis)
+
+
+def _scatter_index(index: Any, axis: int) -> tuple:
+    return tuple(
+        index if d == axis else lax.broadcasted_iota(index.dtype, index.shape, d)
+        for d in range(index.ndim)
+    )
+
+
+def _scatter(x: Any, index: Any, src: Any, axis: int, reduce: str | None) -> Any:
+    _check_index("scatter", x.shape, index, axis, src)
+    src = jnp.broadcast_to(jnp.asarray(src, x.dtype), index.shape) if jnp.ndim(src) == 0 else src
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    at = x.at[_scatter_index(index, axis)]
+    if reduce is None:
+        return at.set(src)
+    if reduce in ("add", "sum"):
+        return at.add(src)
+    if reduce in ("multiply", "prod"):
+        return at.multiply(src)
+    if reduce == "amax":
+        return at.max(src)
+    if reduce == "amin":
+        return at.min(src)
+    raise RuntimeError(f"scatter: unknown reduce {reduce!r}")
+
+
+def _scatter_mean(x: Any, index: Any, src: Any, axis: int, include_self: bool) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
+    idx = _scatter_index(index, axis)
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    base = x if include_self else jnp.zeros_like(x)
+    total = base.at[idx].add(src)
+    count = jnp.full(x.shape, 1 if include_self else 0, x.dtype).at[idx].add(1)
+    out = total / jnp.maximum(count, 1)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        out = jnp.floor_divide(total, jnp.maximum(count, 1))
+    return jnp.where(count > 0, out, x).astype(x.dtype)
+
+
+def _scatter_reduce_excl(x: Any, index: Any, src: Any, axis: int, reduce: str) -> Any:
+    _check_index("scatter_reduce", x.shape, index, axis, src)
+    idx = _scatter_index(index, axis)
+    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    hit = jnp.zeros(x.shape, bool).at[idx].set(True)
+    if reduce == "sum":
+        out = jnp.zeros_like(x).at[idx].add(src)
+    elif reduce == "prod":
+        out = jnp.ones_like(x).at[idx].multiply(src)
+    elif reduce == "amax":
+        out = jnp.full_like(x, _lowest(x.dtype)).at[idx].max(src)
+    else:
+        out = jnp.full_like(x, _highest(x.dtype)).at[idx].min(src)
+    return jnp.where(hit, out, x)
+
+
+def _lowest(dtype: Any) -> Any:
+    return -jnp.inf if jnp.issubdtype(dtype, jnp.inexact) else jnp.iinfo(dtype).min
+
+
+def _highest(dtype: Any) -> Any:
+    return jnp.inf if jnp.issubdtype(dtype, jnp.inexact) else jnp.iinfo(dtype).max
+
+
+def _index_select(x: Any, index: Any, axis: int) -> Any:
+    return jnp.take(x, index.reshape(-1), axis=axis)
+
+
+def _index_update(x: Any, index: Any, src: Any, alpha: Any, axis: int, mode: str) -> Any:
+    where = (slice(None),) * axis + (index.reshape(-1),)
+    if mode == "add":
+        return x.at[where].add((alpha * src).astype(x.dtype))
+    if mode == "fill":
+        return x.at[where].set(jnp.asarray(src, x.dtype))
+    return x.at[where].set(src.astype(x.dtype))
+
+
+def _take(x: Any, index: Any) -> Any:
+    return jnp.take(x.reshape(-1), index)
+
+
+def _take_along(x: Any, index: Any, axis: int | None) -> Any:
+    if axis is None:
+        return jnp.take(x.reshape(-1), index.reshape(-1))
+    return jnp.take_along_axis(x, index, axis=axis)
+
+
+def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None) -> None:
+    """torch's checks of a gather/scatter index (dtype, rank, sizes; not its values); called
+    by the recorded functions, so it runs once per signature, while shapes are inferred."""
+    dtype = getattr(index, "dtype", None)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.integer):
+        raise RuntimeError(
+            f"{what}(): Expected dtype int32/int64 for index, got {dtype}; cast it: index.long()"
+        )
+    i_shape = tuple(np.shape(index))
+    if len(i_shape) != len(x_shape) and (i_shape or x_shape):
+        raise RuntimeError(
+            f"{what}(): Index tensor must have the same number of dimensions as input tensor "
+            f"(index {list(i_shape)}, input {list(x_shape)})"
+        )
+    for k, (a, b) in enumerate(zip(i_shape, x_shape, strict=False)):
+        if k != d and a > b:
+            raise RuntimeError(
+                f"{what}(): Size does not match at dimension {k} expected index {list(i_shape)} "
+                f"to be no larger than self {list(x_shape)} apart from dimension {d}"
+            )
+    s_shape = tuple(np.shape(src)) if src is not None else ()
+    if s_shape and any(a > b for a, b in zip(i_shape, s_shape, strict=False)):
+        raise RuntimeError(
+            f"{what}(): Expected index {list(i_shape)} to be no larger than src {list(s_shape)}"
+        )
+
+
+def _check_bool_mask(what: str, mask: Any) -> None:
+    dtype = getattr(mask, "dtype", None)
+    if dtype is not None and dtype != jnp.bool_:
+        raise RuntimeError(
+            f"{what} only supports boolean masks, but got mask with dtype {dtype}; compare "
+            "first, e.g. mask != 0"
+        )
+
+
+def _is_array_like(obj: Any) -> bool:
+    return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
+
+
+def _host(obj: Any, compute: bool = False) -> np.ndarray | None:
+    """The value of an index when it is cheaply available on the host (or, with ``compute``,
+    computed now), else None; None for a traced value in any case."""
+    if hasattr(obj, "_ref") and compute:
+        value = obj._value()
+        return None if isinstance(value, jax.core.Tracer) else np.asarray(value)
+    if hasattr(obj, "_ref"):
+        s = obj._cur()
+        values = s.node.values
+        if values is None or isinstance(values[s.idx], jax.core.Tracer):
+            return None
+        return np.asarray(values[s.idx])
+    if isinstance(obj, jax.core.Tracer):
+        return None
+    return np.asarray(obj)
+
+
+def _dtype_of(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return np.asarray(obj).dtype
+    return obj.dtype
+
+
+def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
+    """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    consumed = 0
+    for e in index:
+        if e is None or e is Ellipsis:
+            continue
+        if _is_array_like(e) and np.dtype(_dtype_of(e)) == np.bool_:
+            consumed += np.ndim(e) if not hasattr(e, "_ref") else e.ndim
+        else:
+            consumed += 1
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {consumed})")
+    spec: list[tuple] = []
+    dyn: list[Any] = []
+    axis = 0
+    expanded = False
+    for e in index:
+        if e is Ellipsis:
+            # As torch: the first ``...`` stands for the unindexed dimensions, later ones for
+            # none (numpy refuses a second ``...``).
+            for _ in range(0 if expanded else len(shape) - consumed):
+                spec.append(("S", None, None, None))
+                axis += 1
+            expanded = True
+        elif e is None:
+            spec.append(("n",))
+        elif isinstance(e, slice):
+            n = shape[axis]
+            start, stop, step = e.start, e.stop, e.step
+            step = 1 if step is None else int(step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            lo, hi, _ = slice(
+                None if start is None else int(start), None if stop is None else int(stop), step
+            ).indices(n)
+            length = max(0, -(-(hi - lo) // step))
+            if step == 1:
+                spec.append(("s", length))
+                dyn.append(lo if length else 0)
+            else:
+                spec.append(("S", lo, hi, step))
+            axis += 1
+        elif isinstance(e, int | np.integer) and not isinstance(e, bool):
+            n = shape[axis]
+            i = int(e)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
+            spec.append(("i",))
+            dyn.append(i % n)
+            axis += 1
+        elif _is_array_like(e) or isinstance(e, bool):
+            arr = e
+            if isinstance(e, bool | list):
+                arr = np.asarray(e)
+            if np.dtype(_dtype_of(arr)) == np.bool_:
+                host = _host(arr, compute=True)
+                if host is None:
+                    # The result's shape depends on the mask's values, which a trace does not
+                    # have: JAX's own error (spx.compile names the user's line and the fix).
+                    traced = arr._value() if hasattr(arr, "_ref") else arr
+                    if isinstance(traced, jax.core.Tracer):
+                        raise jax.errors.NonConcreteBooleanIndexError(traced)
+                    raise IndexError(
+                        "indexing with a boolean mask needs the mask's value, which is not "
+                        "available inside a JAX transformation (its result's shape depends on "
+                        "it). Use x.masked_fill(~mask, 0) or spx.where(mask, x, 0) instead."
+                    )
+                for d in range(host.ndim):
+                    if host.shape[d] != shape[axis + d]:
+                        raise IndexError(
+                            f"The shape of the mask {list(host.shape)} at index {d} does not "
+                            f"match the shape of the indexed tensor {list(shape)} at index "
+                            f"{axis + d}"
+                        )
+                for positions in np.nonzero(host):
+                    spec.append(("a",))
+                    dyn.append(positions.astype(np.int32))
+                axis += max(host.ndim, 1)
+                continue
+            if not np.issubdtype(np.dtype(_dtype_of(arr)), np.integer):
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors, got "
+                    f"{_dtype_of(arr)}"
+                )
+            host = _host(arr)
+            if host is not None and host.size:
+                n = shape[axis]
+                if host.max() >= n or host.min() < -n:
+                    bad = host.max() if host.max() >= n else host.min()
+                    raise IndexError(
+                        f"index {bad} is out of bounds for dimension {axis} with size {n}"
+                    )
+            spec.append(("a",))
+            dyn.append(np.asarray(arr) if isinstance(arr, list) else arr)
+            axis += 1
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                f"Variables are valid indices (got {type(e).__name__})"
+            )
+    return tuple(spec), tuple(dyn)
+
+
+_PARSED: dict[tuple, tuple] = {}
+_PLAIN = (int, type(None))
+
+
+def _basic_key(index: Any) -> Any:
+    """A hashable key for an index made of ints, slices of ints, None and ``...`` (whose
+    parse depends only on the shape), or None for anything else (arrays, bools, tensors)."""
+    kind = type(index)
+    if kind is int:
+        return index
+    if kind is slice:
+        index = (index,)
+    elif kind is not tuple:
+        return None
+    key = []
+    for e in index:
+        kind = type(e)
+        if kind is int or e is None or e is Ellipsis:
+            key.append(e)
+        elif kind is slice and _plain_slice(e):
+            key.append(("slice", e.start, e.stop, e.step))
+        else:
+            return None
+    return tuple(key)
+
+
+def _plain_slice(e: slice) -> bool:
+    return type(e.start) in _PLAIN and type(e.stop) in _PLAIN and type(e.step) in _PLAIN
+
+
+def _parse_cached(shape: tuple, index: Any) -> tuple[tuple, tuple]:
+    """``_parse`` remembered per shape for basic indices (``x[0]``, ``x[:, 1:3]``, ...)."""
+    key = _basic_key(index)
+    if key is None:
+        return _parse(shape, index)
+    full = (shape, key)
+    found = _PARSED.get(full)
+    if found is None:
+        if len(_PARSED) > 4096:  # loops over many positions: keep the table small
+            _PARSED.clear()
+        found = _PARSED[full] = _parse(shape, index)
+    return found
+
+
+def _all_basic(spec: tuple) -> bool:
+    return all(e[0] != "a" for e in spec)
+
+
+class IndexingMethods:
+    """``[]``, ``[] =``, gather/scatter, index_select/index_add/index_fill, masked_select."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index: Any) -> Any:
+        spec, dyn = _parse_cached(self._aval.shape, index)
+        out = apply(_index, (spec,), (self, *dyn))
+        if _all_basic(spec):
+            return self._make_view(out, _index, (spec,), dyn)
+        return out
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        shape = self._aval.shape
+        if (
+            (hasattr(index, "_ref") or isinstance(index, jax.Array | np.ndarray))
+            and np.dtype(index.dtype) == np.bool_
+            and np.ndim(value) == 0
+        ):
+            # x[mask] = scalar: a select, no need to know where the mask is True.
+            self._assign_op(_mask_fill, (), (self, index, value))
+            return
+        spec, dyn = _parse_cached(shape, index)
+        self._assign_op(_setitem, (spec,), (self, value, *dyn))
+
+    def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on; mirrors torch).
+
+        Index values are not checked (that would need them on the host every step): an
+        out-of-range index reads NaN (floats) or a fill value, where torch raises.
+        """
+        d = _dims.dim(dim, self.ndim)
+        return apply(_gather, (d,), (self, index))
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
+        d = None if dim is None else _dims.dim(dim, self.ndim)
+        return apply(_take_along, (d,), (self, indices))
+
+    def take(self, index: Any) -> Any:
+        return apply(_take, (), (self, index))
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value=None, reduce=None) -> Any:
+        """Write ``src`` (or ``value``) into ``self`` at ``index`` along ``dim`` (a copy)."""
+        if src is None:
+            src = value
+        if src is None:
+            raise TypeError("scatter() needs src (a tensor) or value (a number)")
+        if reduce is not None and reduce not in ("add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
+        d = _dims.dim(dim, self.ndim)
+        return apply(_scatter, (d, reduce), (self, index, src))
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_scatter, (d, "add"), (self, index, src))
+
+    def scatter_reduce(
+        self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True
+    ) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError(
+                f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+            )
+        if reduce == "mean":
+            return apply(_scatter_mean, (d, include_self), (self, index, src))
+        if include_self:
+            return apply(_scatter, (d, reduce), (self, index, src))
+        return apply(_scatter_reduce_excl, (d, reduce), (self, index, src))
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return apply(_index_select, (_dims.dim(dim, self.ndim),), (self, index))
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "add"), (self, index, source, alpha))
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "copy"), (self, index, source, 1))
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_index_update, (d, "fill"), (self, index, value, 1))
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """A copy with ``values`` at ``self[indices]`` (added there with ``accumulate``)."""
+        return self.clone().index_put_(indices, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """``self[indices] = values`` (``+=``, repeated positions summed, with ``accumulate``)."""
+        if not isinstance(indices, tuple | list):
+            raise TypeError("index_put_(): indices must be a tuple of tensors, e.g. (rows, cols)")
+        spec, dyn = _parse(self._aval.shape, tuple(indices))
+        fn = _additem if accumulate else _setitem
+        return self._assign_op(fn, (spec,), (self, values, *dyn))
+
+    def masked_scatter(self, mask: Any, source: Any) -> Any:
+        """A copy where the True positions of ``mask`` take ``source``'s elements in order."""
+        _check_bool_mask("masked_scatter_", mask)
+        return apply(_masked_scatter, (), (self, mask, source))
+
+    def masked_scatter_(self, mask: Any, source: Any) -> Any:
+        return self._assign(self.masked_scatter(mask, source))
+
+    def put(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        """A copy with ``source`` written at the flat positions ``index``."""
+        return apply(_put, (bool(accumulate),), (self, index, source))
+
+    def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        return self._assign(self.put(index, source, accumulate))
+
+    def masked_select(self, mask: Any) -> Any:
+        """The elements where ``mask`` (broadcast to ``self``) is True, as a 1-D tensor."""
+        shape = jnp.broadcast_shapes(tuple(self.shape), tuple(np.shape(mask)))
+        full = self.expand(*shape) if tuple(self.shape) != shape else self
+        m = mask if tuple(np.shape(mask)) == shape else _broadcast_mask(mask, shape)
+        return full[m]
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """Indices of the non-zero elements: ``(n, ndim)``, or one 1-D tensor per dimension."""
+        from spx._tensor.tensor import Tensor
+
+        host = np.asarray(self._value_for_host("nonzero"))
+        found = np.nonzero(host)
+        if as_tuple:
+            return tuple(Tensor._of(jnp.asarray(f.astype(np.int32))) for f in found)
+        return Tensor._of(jnp.asarray(np.stack(found, axis=-1).astype(np.int32)))
+
+    def argwhere(self) -> Any:
+        return self.nonzero()
+
+
+def _broadcast_mask(mask: Any, shape: tuple) -> Any:
+    from spx._tensor.tensor import Tensor
+
+    if hasattr(mask, "_ref"):
+        return mask.expand(*shape)
+    return Tensor._of(jnp.broadcast_to(jnp.asarray(mask), shape))

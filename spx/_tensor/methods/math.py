@@ -1,0 +1,583 @@
+"""Elementwise math, comparisons and operators of :class:`spx.Tensor` (products: :mod:`.linalg`).
+
+Type promotion is JAX's, which agrees with torch's where it matters: a Python number does not
+change a tensor's dtype (``x * 2.5`` stays float16 for a float16 ``x``), ints and floats promote
+to float32, true division of ints gives float32, comparisons give bool. Integers are 32-bit
+unless ``jax_enable_x64`` is on (torch: 64-bit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+from jax import lax
+
+from spx._tensor import _dims
+from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.linalg import LinalgMethods, _checked
+
+
+def _category(dtype: Any) -> int:
+    if dtype == jnp.bool_:
+        return 0
+    if jnp.issubdtype(dtype, jnp.integer):
+        return 1
+    return 2 if jnp.issubdtype(dtype, jnp.floating) else 3
+
+
+def _narrowed(zero: Any, full: Any) -> Any:
+    """A 0-d operand next to a dimensioned one, cast to the latter's dtype when its category
+    (bool < int < float < complex) is not higher: torch's rule (``half_vector *
+    torch.tensor(2.0)`` is float16), where JAX would widen the result to float32."""
+    zd, fd = jnp.result_type(zero), jnp.result_type(full)
+    if zd != fd and _category(zd) <= _category(fd):
+        return jnp.asarray(zero).astype(fd)
+    return zero
+
+
+def _broadcastable(a: tuple, b: tuple) -> None:
+    """torch's error for shapes that do not broadcast (JAX's would be a TypeError)."""
+    n = max(len(a), len(b))
+    for i in range(n - 1, -1, -1):
+        sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                f"non-singleton dimension {i}"
+            )
+
+
+def _zero_dim(x: Any, y: Any) -> tuple[Any, Any]:
+    """``(x, y)`` with torch's 0-d promotion rule applied and their shapes checked (this runs
+    while shapes are inferred, once per signature: recording costs nothing more)."""
+    if jnp.shape(x) != jnp.shape(y):
+        _broadcastable(jnp.shape(x), jnp.shape(y))
+    x_zero, y_zero = jnp.ndim(x) == 0, jnp.ndim(y) == 0
+    if x_zero == y_zero:
+        return x, y
+    return (_narrowed(x, y), y) if x_zero else (x, _narrowed(y, x))
+
+
+def _promoting(fn: Any) -> Any:
+    """``fn(x, y)`` with torch's 0-d promotion rule; made once per function at import."""
+
+    def binary(x: Any, y: Any) -> Any:
+        x, y = _zero_dim(x, y)
+        return fn(x, y)
+
+    binary.__name__ = binary.__qualname__ = getattr(fn, "__name__", "binary")
+    return binary
+
+
+# Plain functions rather than jnp's ufunc objects: a ufunc's __hash__ costs ~1 µs, paid at
+# every recording (the function is part of the shape-cache and program keys).
+def _add(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
+    return x + y
+
+
+def _sub(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
+    return x - y
+
+
+def _mul(x: Any, y: Any) -> Any:
+    x, y = _zero_dim(x, y)
+    return x * y
+
+
+def _neg(x: Any) -> Any:
+    return -x
+
+
+def _maximum(x: Any, y: Any) -> Any:
+    return jnp.maximum(*_zero_dim(x, y))
+
+
+def _minimum(x: Any, y: Any) -> Any:
+    return jnp.minimum(*_zero_dim(x, y))
+
+
+def _bitwise_and(x: Any, y: Any) -> Any:
+    return x & y
+
+
+def _bitwise_or(x: Any, y: Any) -> Any:
+    return x | y
+
+
+def _bitwise_xor(x: Any, y: Any) -> Any:
+    return x ^ y
+
+
+def _logical_and(x: Any, y: Any) -> Any:
+    return jnp.logical_and(x, y)
+
+
+def _logical_or(x: Any, y: Any) -> Any:
+    return jnp.logical_or(x, y)
+
+
+def _logical_xor(x: Any, y: Any) -> Any:
+    return jnp.logical_xor(x, y)
+
+
+def _float(x: Any) -> Any:
+    """Integers and bools as float32, as torch computes float functions of them."""
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.float32)
+
+
+def _sigmoid(x: Any) -> Any:
+    return jax.nn.sigmoid(_float(x))
+
+
+def _sign(x: Any) -> Any:
+    # torch's sign is (0 < x) - (x < 0): NaN gives 0 (jnp.sign gives NaN).
+    if x.dtype == jnp.bool_:
+        return x
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return jnp.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def _add_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    x, y = _zero_dim(x, y)
+    return x + alpha * y
+
+
+def _sub_scaled(x: Any, y: Any, alpha: Any) -> Any:
+    x, y = _zero_dim(x, y)
+    return x - alpha * y
+
+
+def _rsub(x: Any, y: Any) -> Any:
+    return y - x
+
+
+def _div_trunc(x: Any, y: Any) -> Any:
+    out = jnp.trunc(jnp.true_divide(x, y))
+    return out.astype(jnp.result_type(x, y)) if not jnp.issubdtype(out.dtype, jnp.inexact) else out
+
+
+def _div_trunc_int(x: Any, y: Any) -> Any:
+    q = jnp.floor_divide(x, y)
+    return jnp.where((q < 0) & (q * y != x), q + 1, q)
+
+
+def _frac(x: Any) -> Any:
+    return x - jnp.trunc(x)
+
+
+def _rsqrt(x: Any) -> Any:
+    return lax.rsqrt(_float(x))
+
+
+def _round_decimals(x: Any, decimals: int) -> Any:
+    return jnp.round(x, decimals)
+
+
+def _logit(x: Any, eps: float | None) -> Any:
+    if eps is not None:
+        x = jnp.clip(x, eps, 1 - eps)
+    return jnp.log(x / (1 - x))
+
+
+# torch's clamp passes the gradient to x on the closed interval [min, max] (a max/min pair
+# would halve it at the bounds), and gives max everywhere when min > max.
+def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    x, lo = _zero_dim(x, lo)
+    x, hi = _zero_dim(x, hi)
+    out = jnp.where(x < lo, lo, x)
+    return jnp.where(out > hi, hi, out)
+
+
+def _clamp_min(x: Any, lo: Any) -> Any:
+    x, lo = _zero_dim(x, lo)
+    return jnp.where(x < lo, lo, x)
+
+
+def _clamp_max(x: Any, hi: Any) -> Any:
+    x, hi = _zero_dim(x, hi)
+    return jnp.where(x > hi, hi, x)
+
+
+def _nan_to_num(x: Any, nan: float, posinf: float | None, neginf: float | None) -> Any:
+    return jnp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _lerp(x: Any, end: Any, weight: Any) -> Any:
+    x, end = _zero_dim(x, end)
+    x, weight = _zero_dim(x, weight)
+    return x + weight * (end - x)
+
+
+def _addcmul(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    x, t1 = _zero_dim(x, t1)
+    x, t2 = _zero_dim(x, t2)
+    return x + value * t1 * t2
+
+
+def _addcdiv(x: Any, t1: Any, t2: Any, value: Any) -> Any:
+    x, t1 = _zero_dim(x, t1)
+    x, t2 = _zero_dim(x, t2)
+    return x + value * t1 / t2
+
+
+def _bool_mask(what: str, mask: Any) -> None:
+    """torch's dtype check of a mask/condition (runs while shapes are inferred: no cost)."""
+    if mask.dtype != jnp.bool_:
+        raise RuntimeError(
+            f"{what} only supports boolean masks, but got mask with dtype {mask.dtype}; compare "
+            "first, e.g. mask != 0"
+        )
+
+
+def _where(cond: Any, x: Any, y: Any) -> Any:
+    _bool_mask("where", cond)
+    return jnp.where(cond, *_zero_dim(x, y))
+
+
+def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
+    _bool_mask("masked_fill_", mask)
+    return jnp.where(mask, jnp.asarray(value, x.dtype), x)
+
+
+def _softmax(x: Any, axis: int, dtype: Any) -> Any:
+    if dtype is not None:
+        x = x.astype(dtype)
+    return jax.nn.softmax(x, axis=axis)
+
+
+def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
+    if dtype is not None:
+        x = x.astype(dtype)
+    return jax.nn.log_softmax(x, axis=axis)
+
+
+def _xlogy(x: Any, y: Any) -> Any:
+    return jsp.xlogy(x, y)
+
+
+def _pow(x: Any, y: Any) -> Any:
+    return jnp.power(*_zero_dim(x, y))
+
+
+def _rpow(x: Any, y: Any) -> Any:
+    return jnp.power(y, x)
+
+
+def _ldexp(x: Any, e: Any) -> Any:
+    return _float(x) * jnp.exp2(e)
+
+
+def _isclose(x: Any, y: Any, rtol: Any, atol: Any, equal_nan: bool) -> Any:
+    return jnp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def _equal_all(x: Any, y: Any) -> Any:
+    return jnp.all(x == y)
+
+
+def _isin(x: Any, test: Any, invert: bool) -> Any:
+    out = jnp.isin(x, test)
+    return ~out if invert else out
+
+
+def _isreal(x: Any) -> Any:
+    return jnp.isreal(x)
+
+
+def _bitwise_not(x: Any) -> Any:
+    return jnp.logical_not(x) if x.dtype == jnp.bool_ else jnp.bitwise_not(x)
+
+
+def _polygamma(x: Any, n: int) -> Any:
+    return jsp.polygamma(n, _float(x))
+
+
+def _mvlgamma(x: Any, p: int) -> Any:
+    return jsp.multigammaln(_float(x), p)
+
+
+def _isposinf(x: Any) -> Any:
+    return jnp.isposinf(x)
+
+
+def _isneginf(x: Any) -> Any:
+    return jnp.isneginf(x)
+
+
+_UNARY = {
+    "abs": jnp.abs, "absolute": jnp.abs, "neg": _neg, "negative": _neg,
+    "positive": jnp.positive, "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
+    "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10, "log1p": jnp.log1p, "sqrt": jnp.sqrt,
+    "rsqrt": _rsqrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "asin": jnp.arcsin,
+    "arcsin": jnp.arcsin, "acos": jnp.arccos, "arccos": jnp.arccos, "atan": jnp.arctan,
+    "arctan": jnp.arctan, "sinh": jnp.sinh, "cosh": jnp.cosh, "tanh": jnp.tanh,
+    "asinh": jnp.arcsinh, "arcsinh": jnp.arcsinh, "acosh": jnp.arccosh, "arccosh": jnp.arccosh,
+    "atanh": jnp.arctanh, "arctanh": jnp.arctanh, "sigmoid": _sigmoid, "relu": jax.nn.relu,
+    "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
+    "sign": _sign, "sgn": _sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
+    "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": jsp.gammaln,
+    "digamma": jsp.digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
+    "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
+    "isinf": jnp.isinf, "isfinite": jnp.isfinite, "isposinf": _isposinf, "isneginf": _isneginf,
+    "signbit": jnp.signbit, "conj": jnp.conj, "angle": jnp.angle, "i0": jnp.i0,
+}  # fmt: skip
+
+_BINARY = {
+    "mul": _mul, "multiply": _mul, "true_divide": jnp.true_divide,
+    "floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "fmod": jnp.fmod,
+    "pow": _pow, "float_power": jnp.float_power, "atan2": jnp.arctan2, "arctan2": jnp.arctan2,
+    "maximum": _maximum, "minimum": _minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
+    "eq": jnp.equal, "ne": jnp.not_equal, "not_equal": jnp.not_equal, "lt": jnp.less,
+    "less": jnp.less, "le": jnp.less_equal, "less_equal": jnp.less_equal, "gt": jnp.greater,
+    "greater": jnp.greater, "ge": jnp.greater_equal, "greater_equal": jnp.greater_equal,
+    "logical_and": _logical_and, "logical_or": _logical_or, "logical_xor": _logical_xor,
+    "bitwise_and": _bitwise_and, "bitwise_or": _bitwise_or, "bitwise_xor": _bitwise_xor,
+    "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy,
+    "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
+    "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
+    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": jsp.gammainc,
+    "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
+}  # fmt: skip
+
+_PLAIN = {_mul, _maximum, _minimum, _pow}  # these apply the 0-d rule themselves
+_WRAPPED: dict[Any, Any] = {}
+
+
+def _with_rule(fn: Any) -> Any:
+    """``fn`` itself if it applies torch's 0-d rule (or needs none), else one shared wrapper."""
+    if fn in _PLAIN:
+        return fn
+    if fn not in _WRAPPED:
+        _WRAPPED[fn] = _promoting(fn)
+    return _WRAPPED[fn]
+
+
+_BINARY = {name: _with_rule(fn) for name, fn in _BINARY.items()}
+
+_OPERATORS = {
+    "__mul__": _mul, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
+    "__mod__": jnp.remainder, "__pow__": _pow, "__and__": _bitwise_and,
+    "__or__": _bitwise_or, "__xor__": _bitwise_xor, "__lshift__": jnp.left_shift,
+    "__rshift__": jnp.right_shift, "__lt__": jnp.less, "__le__": jnp.less_equal,
+    "__gt__": jnp.greater, "__ge__": jnp.greater_equal, "__eq__": jnp.equal,
+    "__ne__": jnp.not_equal,
+}  # fmt: skip
+
+_REFLECTED = {
+    "__rmul__": _mul, "__rtruediv__": jnp.true_divide,
+    "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
+    "__rand__": _bitwise_and, "__ror__": _bitwise_or, "__rxor__": _bitwise_xor,
+}  # fmt: skip
+_OPERATORS = {name: _with_rule(fn) for name, fn in _OPERATORS.items()}
+_REFLECTED = {name: _with_rule(fn) for name, fn in _REFLECTED.items()}
+
+
+class MathMethods(LinalgMethods):
+    """Elementwise math, operators, comparisons (products: :class:`LinalgMethods`)."""
+
+    __slots__ = ()
+
+    def add(self, other: Any, *, alpha: Any = 1) -> Any:
+        if alpha == 1 and not hasattr(alpha, "_ref"):
+            return apply(_add, (), (self, other))
+        return apply(_add_scaled, (), (self, other, alpha))
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Any:
+        if alpha == 1 and not hasattr(alpha, "_ref"):
+            return apply(_sub, (), (self, other))
+        return apply(_sub_scaled, (), (self, other, alpha))
+
+    subtract = sub
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        if rounding_mode is None:
+            return apply(jnp.true_divide, (), (self, other))
+        if rounding_mode == "floor":
+            return apply(jnp.floor_divide, (), (self, other))
+        if rounding_mode == "trunc":
+            if jnp.issubdtype(self.dtype, jnp.integer) and (
+                isinstance(other, int)
+                or jnp.issubdtype(getattr(other, "dtype", float), jnp.integer)
+            ):
+                return apply(_div_trunc_int, (), (self, other))
+            return apply(_div_trunc, (), (self, other))
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"{rounding_mode!r}"
+        )
+
+    divide = div
+
+    def round(self, decimals: int = 0) -> Any:
+        if decimals:
+            return apply(_round_decimals, (int(decimals),), (self,))
+        return apply(jnp.round, (), (self,))
+
+    def logit(self, eps: float | None = None) -> Any:
+        return apply(_logit, (eps,), (self,))
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:
+        """Limit values to ``[min, max]`` (either may be None, a number or a tensor)."""
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if min is None:
+            return apply(_clamp_max, (), (self, max))
+        if max is None:
+            return apply(_clamp_min, (), (self, min))
+        return apply(_clamp, (), (self, min, max))
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> Any:
+        return apply(_clamp_min, (), (self, min))
+
+    def clamp_max(self, max: Any) -> Any:
+        return apply(_clamp_max, (), (self, max))
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf=None) -> Any:
+        return apply(_nan_to_num, (nan, posinf, neginf), (self,))
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        return apply(_lerp, (), (self, end, weight))
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return apply(_addcmul, (), (self, tensor1, tensor2, value))
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return apply(_addcdiv, (), (self, tensor1, tensor2, value))
+
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+        """Elementwise closeness; infinities are close to themselves; NaN only with
+        ``equal_nan`` (mirrors ``torch.isclose``)."""
+        other_dtype = getattr(other, "dtype", None)
+        if other_dtype is not None and other_dtype != self.dtype:
+            raise RuntimeError(
+                f"isclose(): {self.dtype} did not match {other_dtype}; cast one: "
+                "a.isclose(b.to(a.dtype))"
+            )
+        return apply(_isclose, (bool(equal_nan),), (self, other, rtol, atol))
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+        """Whether every element is close (a Python bool: needs the values now)."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def equal(self, other: Any) -> bool:
+        """Whether both have the same shape and the same values (a Python bool)."""
+        if tuple(self.shape) != tuple(getattr(other, "shape", ())):
+            return False
+        return bool(apply(_equal_all, (), (self, other)))
+
+    def isreal(self) -> Any:
+        return apply(_isreal, (), (self,))
+
+    def polygamma(self, n: int) -> Any:
+        """The ``n``-th derivative of the digamma function (mirrors ``torch.polygamma``)."""
+        return apply(_polygamma, (int(n),), (self,))
+
+    def mvlgamma(self, p: int) -> Any:
+        """The multivariate log-gamma function of dimension ``p``."""
+        return apply(_mvlgamma, (int(p),), (self,))
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
+        return apply(_where, (), (condition, self, other))
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """``value`` where ``mask`` is True, else ``self`` (``value``: number or 0-d tensor)."""
+        return apply(_masked_fill, (), (self, mask, value))
+
+    def softmax(self, dim: int, dtype: Any = None) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_softmax, (d, None if dtype is None else canonical(dtype)), (self,))
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return apply(_log_softmax, (d, None if dtype is None else canonical(dtype)), (self,))
+
+    # -- operators ---------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(_add, (), (self, other))
+
+    def __radd__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(_add, (), (other, self))
+
+    def __sub__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(_sub, (), (self, other))
+
+    def __rsub__(self, other: Any) -> Any:
+        if not _checked(other):
+            return NotImplemented
+        return apply(_sub, (), (other, self))
+
+    def __neg__(self) -> Any:
+        return apply(_neg, (), (self,))
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return apply(jnp.abs, (), (self,))
+
+    def __invert__(self) -> Any:
+        return apply(_bitwise_not, (), (self,))
+
+
+def _unary_method(name: str, fn: Any) -> Any:
+    def method(self: Any) -> Any:
+        return apply(fn, (), (self,))
+
+    method.__name__ = name
+    method.__doc__ = f"Elementwise ``{name}`` (mirrors ``torch.Tensor.{name}``)."
+    return method
+
+
+def _binary_method(name: str, fn: Any) -> Any:
+    def method(self: Any, other: Any) -> Any:
+        return apply(fn, (), (self, other))
+
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` with ``other`` (mirrors ``torch.Tensor.{name}``)."
+    return method
+
+
+def _operator(name: str, fn: Any, reflected: bool) -> Any:
+    if reflected:
+
+        def method(self: Any, other: Any) -> Any:
+            if not _checked(other):
+                return NotImplemented
+            return apply(fn, (), (other, self))
+
+    else:
+
+        def method(self: Any, other: Any) -> Any:
+            if not _checked(other):
+                return NotImplemented
+            return apply(fn, (), (self, other))
+
+    method.__name__ = name
+    return method
+
+
+for _name, _fn in _UNARY.items():
+    setattr(MathMethods, _name, _unary_method(_name, _fn))
+for _name, _fn in _BINARY.items():
+    setattr(MathMethods, _name, _binary_method(_name, _fn))
+for _name, _fn in _OPERATORS.items():
+    setattr(MathMethods, _name, _operator(_name, _fn, False))
+for _name, _fn in _REFLECTED.items():
+    setattr(MathMethods, _name, _operator(_name, _fn, True))

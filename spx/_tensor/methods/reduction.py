@@ -1,0 +1,334 @@
+"""Reductions and scans of :class:`spx.Tensor` with torch's ``dim``/``keepdim``.
+
+``dim`` is an int or a tuple (a 0-d tensor takes 0 or -1). ``max``/``min``/``cummax``/``cummin``
+with a dimension return named pairs ``(values, indices)`` as torch's ``torch.return_types`` do;
+``max()`` without a dimension returns a 0-d tensor. ``std``/``var`` take ``correction``
+(default 1) or torch's older ``unbiased``. Sorting and order statistics: :mod:`.ordering`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from spx._tensor import _dims
+from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.ordering import OrderingMethods, ValuesIndices, _index_zero
+
+
+class MinMax(NamedTuple):
+    """``(min, max)`` of ``aminmax`` (torch's ``return_types.aminmax``)."""
+
+    min: Any
+    max: Any
+
+
+def _sum(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
+    return jnp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _mean(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
+    return jnp.mean(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _prod(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
+    return jnp.prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _nansum(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
+    return jnp.nansum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _nanmean(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
+    return jnp.nanmean(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _var(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
+    return jnp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+
+def _std(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
+    return jnp.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+
+def _amax(x: Any, axis: tuple | None, keepdims: bool) -> Any:
+    return jnp.max(x, axis=axis, keepdims=keepdims)
+
+
+def _amin(x: Any, axis: tuple | None, keepdims: bool) -> Any:
+    return jnp.min(x, axis=axis, keepdims=keepdims)
+
+
+def _all(x: Any, axis: tuple | None, keepdims: bool) -> Any:
+    return jnp.all(x, axis=axis, keepdims=keepdims)
+
+
+def _any(x: Any, axis: tuple | None, keepdims: bool) -> Any:
+    return jnp.any(x, axis=axis, keepdims=keepdims)
+
+
+def _count_nonzero(x: Any, axis: tuple | None) -> Any:
+    return jnp.count_nonzero(x, axis=axis)
+
+
+def _logsumexp(x: Any, axis: tuple, keepdims: bool) -> Any:
+    return jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
+
+
+def _argmax(x: Any, axis: int | None, keepdims: bool) -> Any:
+    if axis is None or x.ndim == 0:
+        return jnp.argmax(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
+    return jnp.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin(x: Any, axis: int | None, keepdims: bool) -> Any:
+    if axis is None or x.ndim == 0:
+        return jnp.argmin(x.reshape(-1)).reshape((1,) * x.ndim if keepdims else ())
+    return jnp.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def _max_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
+    idx = jnp.argmax(x, axis=axis, keepdims=True)
+    vals = jnp.take_along_axis(x, idx, axis=axis)
+    if not keepdims:
+        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
+    return vals, idx
+
+
+def _min_dim(x: Any, axis: int, keepdims: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
+    idx = jnp.argmin(x, axis=axis, keepdims=True)
+    vals = jnp.take_along_axis(x, idx, axis=axis)
+    if not keepdims:
+        idx, vals = jnp.squeeze(idx, axis), jnp.squeeze(vals, axis)
+    return vals, idx
+
+
+def _cumsum(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
+    return jnp.cumsum(x, axis=axis, dtype=dtype)
+
+
+def _cumprod(x: Any, axis: int, dtype: Any) -> Any:
+    if x.ndim == 0:
+        return x if dtype is None else x.astype(dtype)
+    return jnp.cumprod(x, axis=axis, dtype=dtype)
+
+
+def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
+    if x.ndim == 0:
+        return _index_zero(x)
+    pos = lax.broadcasted_iota(jnp.int32, x.shape, axis)
+
+    def combine(a: tuple, b: tuple) -> tuple:
+        va, ia = a
+        vb, ib = b
+        take_b = (vb >= va) if is_max else (vb <= va)
+        return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
+
+    return lax.associative_scan(combine, (x, pos), axis=axis)
+
+
+def _logcumsumexp(x: Any, axis: int) -> Any:
+    if x.ndim == 0:
+        return x
+    return lax.cumlogsumexp(x, axis=axis)
+
+
+def _safe_root(total: Any, p: Any) -> Any:
+    """``total ** (1/p)`` with torch's zero gradient where ``total`` is 0 (not NaN)."""
+    zero = total == 0
+    root = jnp.sqrt if p == 2 else (lambda t: t ** (1.0 / p))
+    return jnp.where(zero, 0, root(jnp.where(zero, 1, total)))
+
+
+def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
+    if p == "nuc":
+        axes = (x.ndim - 2, x.ndim - 1) if axis is None else axis
+        moved = jnp.moveaxis(x, axes, (-2, -1))
+        out = jnp.sum(jnp.linalg.svd(moved, compute_uv=False), axis=-1)
+        if keepdims:
+            out = jnp.expand_dims(out, tuple(sorted(a % x.ndim for a in axes)))
+        return out
+    a = jnp.abs(x)
+    if p == float("inf"):
+        return jnp.max(a, axis=axis, keepdims=keepdims)
+    if p == float("-inf"):
+        return jnp.min(a, axis=axis, keepdims=keepdims)
+    if p == 0:
+        return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
+    if p == 1:
+        return jnp.sum(a, axis=axis, keepdims=keepdims)
+    if p == "fro" or p == 2:
+        sq = a * a if jnp.issubdtype(x.dtype, jnp.complexfloating) else x * x
+        return _safe_root(jnp.sum(sq, axis=axis, keepdims=keepdims), 2)
+    return _safe_root(jnp.sum(a**p, axis=axis, keepdims=keepdims), p)
+
+
+def _cov(x: Any, *rest: Any) -> Any:
+    *weights, correction, which = rest
+    it = iter(weights)
+    fw = next(it) if which[0] else None
+    aw = next(it) if which[1] else None
+    return jnp.cov(x, rowvar=True, ddof=correction, fweights=fw, aweights=aw).astype(x.dtype)
+
+
+def _corrcoef(x: Any) -> Any:
+    return jnp.corrcoef(x, rowvar=True).astype(x.dtype)
+
+
+def _axes(dim: Any, ndim: int) -> tuple | None:
+    if dim is None:
+        return None
+    axes = _dims.dims(dim, ndim)
+    return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1: nothing to reduce
+
+
+def _dtype(dtype: Any) -> Any:
+    return None if dtype is None else canonical(dtype)
+
+
+def _correction(correction: Any, unbiased: Any) -> float:
+    if correction is not None and unbiased is not None:
+        raise RuntimeError("std/var: pass either correction= or unbiased=, not both")
+    if correction is not None:
+        return float(correction)
+    return 1.0 if unbiased is None or unbiased else 0.0
+
+
+class ReductionMethods(OrderingMethods):
+    """Reductions, scans, sorting."""
+
+    __slots__ = ()
+
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return apply(_sum, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+
+    def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return apply(_nansum, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        if dtype is None and not jnp.issubdtype(self.dtype, jnp.inexact):
+            raise RuntimeError(
+                f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype}. Cast first: x.float().mean()"
+            )
+        return apply(_mean, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+
+    def nanmean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return apply(_nanmean, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+
+    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return apply(_prod, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction=None):
+        if isinstance(dim, bool):  # torch's var(unbiased) overload
+            dim, unbiased = None, dim
+        c = _correction(correction, unbiased)
+        return apply(_var, (_axes(dim, self.ndim), c, keepdim), (self,))
+
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction=None):
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        c = _correction(correction, unbiased)
+        return apply(_std, (_axes(dim, self.ndim), c, keepdim), (self,))
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Any:
+        axes = None if dim == () or dim is None else _axes(dim, self.ndim)
+        return apply(_amax, (axes, keepdim), (self,))
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Any:
+        axes = None if dim == () or dim is None else _axes(dim, self.ndim)
+        return apply(_amin, (axes, keepdim), (self,))
+
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """Largest element; with ``dim``: ``(values, indices)``; with a tensor: elementwise."""
+        if dim is None:
+            return apply(_amax, (None, False), (self,))
+        if not isinstance(dim, int):
+            return apply(jnp.maximum, (), (self, dim))
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_max_dim, (d, keepdim), (self,), n_out=2))
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """Smallest element; with ``dim``: ``(values, indices)``; with a tensor: elementwise."""
+        if dim is None:
+            return apply(_amin, (None, False), (self,))
+        if not isinstance(dim, int):
+            return apply(jnp.minimum, (), (self, dim))
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_min_dim, (d, keepdim), (self,), n_out=2))
+
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """``(min, max)`` over everything or along ``dim`` (mirrors ``torch.aminmax``)."""
+        return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        d = None if dim is None else _dims.dim(dim, self.ndim)
+        return apply(_argmax, (d, keepdim), (self,))
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        d = None if dim is None else _dims.dim(dim, self.ndim)
+        return apply(_argmin, (d, keepdim), (self,))
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return apply(_all, (_axes(dim, self.ndim), keepdim), (self,))
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return apply(_any, (_axes(dim, self.ndim), keepdim), (self,))
+
+    def count_nonzero(self, dim: Any = None) -> Any:
+        return apply(_count_nonzero, (_axes(dim, self.ndim),), (self,))
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Any:
+        return apply(_logsumexp, (_axes(dim, self.ndim), keepdim), (self,))
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype=None) -> Any:
+        x = self if dtype is None else self.to(dtype)
+        return apply(_norm, (p, _axes(dim, self.ndim), keepdim), (x,))
+
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
+        return apply(_cumsum, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
+        return apply(_cumprod, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))
+
+    def cummax(self, dim: int) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_cum_extreme, (d, True), (self,), n_out=2))
+
+    def cummin(self, dim: int) -> Any:
+        d = _dims.dim(dim, self.ndim)
+        return ValuesIndices(*apply(_cum_extreme, (d, False), (self,), n_out=2))
+
+    def logcumsumexp(self, dim: int) -> Any:
+        return apply(_logcumsumexp, (_dims.dim(dim, self.ndim),), (self,))
+
+    # -- statistics of variables (rows) over observations (columns) ---------------------------
+    def cov(self, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
+        """Covariance matrix of the rows (variables) over the columns (observations)."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"cov(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        weights = tuple(w for w in (fweights, aweights) if w is not None)
+        which = (fweights is not None, aweights is not None)
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_cov, (int(correction), which), (x, *weights))
+
+    def corrcoef(self) -> Any:
+        """Pearson correlation coefficients of the rows."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"corrcoef(): expected input to have two or fewer dimensions but got {self.ndim}"
+            )
+        x = self if jnp.issubdtype(self.dtype, jnp.inexact) else self.float()
+        return apply(_corrcoef, (), (x,))

@@ -1,0 +1,329 @@
+"""Recorded nodes -> one compiled program, cached by structure; also the backward pass.
+
+:func:`run` is the only place values are computed. It walks back from what is asked for:
+
+* the **value targets**: the storages someone needs now plus every alive pending storage of
+  this thread (computing them together costs one dispatch instead of many, and nothing pending
+  outlives a step: a BatchNorm running mean is computed with the loss);
+* for ``backward()``, the **grad roots**: through every node that requires grad down to the
+  differentiated inputs — the grad leaves (:data:`~spx._tensor.graph.LEAF` nodes), or, for
+  ``autograd.grad(outputs, inputs)``, the given inputs ("cuts") — which become the arguments
+  of ``jax.vjp``.
+
+The walk yields a list of entries — program inputs, differentiated inputs, or
+``(fn, static, input slots, n_out)`` — which is both the program and, with the output layout,
+its cache key: the same loop body records the same entries every step, so it compiles once.
+Shapes are not part of the key; ``jax.jit`` caches per input shapes underneath. Under a JAX
+transformation (inside ``spx.compile``) the inputs are tracers and the cached program is simply
+called there, so it is traced into the enclosing program.
+
+Inside the program, entries that do not depend on a differentiated input run first; the rest
+run inside the function given to ``jax.vjp``, so XLA sees forward and backward together. A
+leaf's existing ``.grad`` is an input and the sum is an output: accumulation costs no dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from spx._tensor.graph import LEAF, Node, Storage, take_pending
+
+BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+_PROGRAMS: dict[Any, Any] = {}
+
+Ref = tuple[Node, int]
+
+
+class _Walk:
+    """The entries of one program, built by walking back from its outputs.
+
+    Args:
+        cuts: for ``autograd.grad``: the ``(node, idx)`` outputs to differentiate with respect
+            to; None to differentiate with respect to every grad leaf reached.
+    """
+
+    def __init__(self, cuts: Sequence[Ref] | None) -> None:
+        self.entries: list[tuple] = []
+        self.deps: list[bool] = []  # per entry: depends on a differentiated input
+        self.slot_dep: list[bool] = []  # per slot
+        self.n_slots = 0
+        self.base: dict[int, int] = {}  # id(node) -> first slot of its outputs
+        self.input_slots: dict[tuple[int, int], int] = {}  # (id(node), idx) -> slot
+        self.inputs: list[Any] = []  # concrete values fed to the program
+        self.replayed: list[tuple[Node, bool]] = []  # (node, in the grad graph), in order
+        # Differentiated inputs in entry order: LEAF nodes, or positions in ``cuts``.
+        self.diffs: list[Any] = []
+        self.cuts = None if cuts is None else {(id(n), i): k for k, (n, i) in enumerate(cuts)}
+        self.cut_slots: dict[tuple[int, int], int] = {}
+
+    def _new_slots(self, n: int, dep: bool) -> int:
+        first = self.n_slots
+        self.n_slots += n
+        self.slot_dep.extend([dep] * n)
+        return first
+
+    def _input(self, value: Any, key: tuple[int, int] | None) -> int:
+        if key is not None:
+            slot = self.input_slots.get(key)
+            if slot is not None:
+                return slot
+        slot = self._new_slots(1, False)
+        self.inputs.append(value)
+        kind = type(value) if isinstance(value, int | float | bool | complex) else "a"
+        self.entries.append(("in", kind))
+        self.deps.append(False)
+        if key is not None:
+            self.input_slots[key] = slot
+        return slot
+
+    def _diff(self, source: int, what: Any) -> int:
+        slot = self._new_slots(1, True)
+        self.entries.append(("diff", source))
+        self.deps.append(True)
+        self.diffs.append(what)
+        return slot
+
+    def _grad_through(self, node: Node) -> bool:
+        """Whether a grad-mode walk goes into ``node`` (else it is a value)."""
+        if not node.requires_grad:
+            return False
+        return not (self.cuts is not None and node.fn is LEAF)
+
+    def ref(self, ref: Any, grad: bool) -> int:
+        """The slot holding ``ref`` (a ``(node, idx)`` pair or a Python scalar)."""
+        if type(ref) is not tuple:
+            return self._input(ref, None)
+        node, idx = ref
+        if grad and self.cuts is not None:
+            key = (id(node), idx)
+            k = self.cuts.get(key)
+            if k is not None:
+                slot = self.cut_slots.get(key)
+                if slot is None:
+                    slot = self.cut_slots[key] = self._cut(node, idx, k)
+                return slot
+        first = self.base.get(id(node))
+        if first is not None:
+            return first + idx
+        if grad and self._grad_through(node):
+            self._visit(node, True)
+        elif node.values is not None:
+            return self._input(node.values[idx], (id(node), idx))
+        else:
+            self._visit(node, False)
+        return self.base[id(node)] + idx
+
+    def _cut(self, node: Node, idx: int, k: int) -> int:
+        """The slot of an ``autograd.grad`` input: a differentiated variable in its place.
+
+        A leaf (or a value) is the variable itself. A result of an operation is a *tap*: its
+        value computed with its history, plus a zero variable. The zero's gradient is the
+        gradient with respect to the result, and the paths through the result still reach
+        its ancestors, which may be inputs too (``grad(loss, [w, h])`` with ``h = f(w)``).
+        """
+        if node.fn is LEAF or not node.requires_grad:
+            return self._diff(self.ref((node, idx), False), k)
+        self._visit(node, True)
+        aval = node.avals[idx]
+        zero = self._diff(self._input(jnp.zeros(aval.shape, aval.dtype), None), k)
+        slot = self._new_slots(1, True)
+        self.entries.append((_tap, (), (self.base[id(node)] + idx, zero), 1))
+        self.deps.append(True)
+        return slot
+
+    def _visit(self, root: Node, grad: bool) -> None:
+        # Iterative post-order: graphs of thousands of nodes must not hit the recursion limit.
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        base = self.base
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in base:
+                continue
+            if grad and node.freed:
+                raise RuntimeError(BACKWARD_TWICE)
+            is_leaf = grad and node.fn is LEAF and self.cuts is None
+            if not expanded:
+                stack.append((node, True))
+                for inp in node.inputs:
+                    if type(inp) is not tuple:
+                        continue
+                    child = inp[0]
+                    if id(child) in base:
+                        continue
+                    if grad and not is_leaf and self._grad_through(child):
+                        if self.cuts is None or (id(child), inp[1]) not in self.cuts:
+                            stack.append((child, False))
+                    elif child.values is None:
+                        stack.append((child, False))
+                continue
+            if is_leaf:
+                base[id(node)] = self._diff(self.ref(node.inputs[0], False), node)
+                continue
+            slots = tuple([self.ref(inp, grad) for inp in node.inputs])
+            dep = any(self.slot_dep[s] for s in slots)
+            first = self._new_slots(len(node.avals), dep)
+            self.entries.append((node.fn, node.static, slots, len(node.avals)))
+            self.deps.append(dep)
+            self.replayed.append((node, grad))
+            base[id(node)] = first
+
+
+def _tap(value: Any, zero: Any) -> Any:
+    return value + zero
+
+
+def _program(key: tuple) -> Any:
+    """The jitted function for a walk's entries and output layout (cached by ``key``)."""
+    program = _PROGRAMS.get(key)
+    if program is not None:
+        return program
+    entries, deps, value_slots, root_slots, has_cot, acc_slots = key
+    # Per entry: ("in", slot) | ("diff", slot, source slot) | ("op", slot, dep, fn, static, ...)
+    inputs_at, diffs_at, ops = [], [], []
+    slot = 0
+    for entry, dep in zip(entries, deps, strict=True):
+        if entry[0] == "in":
+            inputs_at.append(slot)
+            slot += 1
+        elif entry[0] == "diff":
+            diffs_at.append((slot, entry[1]))
+            slot += 1
+        else:
+            fn, static, ins, n_out = entry
+            ops.append((dep, slot, fn, static, ins, n_out))
+            slot += n_out
+    n_slots = slot
+
+    def replay(env: list, want_dep: bool) -> None:
+        for dep, first, fn, static, ins, n_out in ops:
+            if dep is want_dep:
+                out = fn(*[env[s] for s in ins], *static)
+                if n_out == 1:
+                    env[first] = out
+                else:
+                    env[first : first + n_out] = out
+
+    def run(inputs: list, cotangents: list) -> tuple:
+        env: list[Any] = [None] * n_slots
+        for s, v in zip(inputs_at, inputs, strict=True):
+            env[s] = v
+        replay(env, False)
+        if not root_slots:
+            return [env[s] for s in value_slots], []
+        primals = [env[source] for _, source in diffs_at]
+
+        def f(diff_values: list) -> tuple:
+            local = list(env)
+            for (s, _), v in zip(diffs_at, diff_values, strict=True):
+                local[s] = v
+            replay(local, True)
+            return [local[s] for s in root_slots], [local[s] for s in value_slots]
+
+        roots, vjp, values = jax.vjp(f, primals, has_aux=True)
+        cots = cotangents if has_cot else [jnp.ones_like(r) for r in roots]
+        (grads,) = vjp(cots)
+        grads = [g if a is None else g + env[a] for g, a in zip(grads, acc_slots, strict=True)]
+        return values, grads
+
+    program = jax.jit(run)
+    _PROGRAMS[key] = program
+    return program
+
+
+def run(
+    wanted: Sequence[Storage] = (),
+    roots: Sequence[Ref] = (),
+    cotangents: Sequence[Any] | None = None,
+    cuts: Sequence[Ref] | None = None,
+    accumulate: Callable[[Any], Ref | None] | None = None,
+    retain_graph: bool = False,
+    with_pending: bool = True,
+) -> tuple[list[Any], list[Any]]:
+    """Compute ``wanted`` and every alive pending storage; with ``roots``, backpropagate.
+
+    Args:
+        wanted: storages whose values are needed now.
+        roots: ``(node, idx)`` outputs to differentiate (the gradient of
+            ``sum(cotangent * root)``).
+        cotangents: one array per root, or None for ones (scalar losses).
+        cuts: differentiate with respect to these outputs instead of the grad leaves.
+        accumulate: given a differentiated input (a LEAF node, or a position in ``cuts``),
+            the reference of the gradient to add the new one to, or None.
+        retain_graph: keep the traversed graph for another backward.
+        with_pending: also compute the thread's other pending storages (False: ``wanted``
+            only, e.g. module state that must become concrete under a foreign transform).
+
+    Returns:
+        ``(grads, diffs)``: the gradients, and for each the LEAF node or position in ``cuts``.
+    """
+    walk = _Walk(cuts)
+    for node, _ in roots:
+        if node.freed:
+            raise RuntimeError(BACKWARD_TWICE)
+    root_slots = tuple(walk.ref(r, True) for r in roots)
+    acc_slots = tuple(
+        None if (r := accumulate(d) if accumulate else None) is None else walk.ref(r, False)
+        for d in walk.diffs
+    )
+    targets: list[Node] = []
+    seen: set[int] = set()
+    for storage in (*wanted, *take_pending()) if with_pending else wanted:
+        node = storage.node
+        if node.values is None and id(node) not in seen:
+            seen.add(id(node))
+            targets.append(node)
+    value_slots: list[int] = []
+    for node in targets:
+        first = walk.ref((node, 0), False)
+        value_slots.extend(range(first, first + len(node.avals)))
+    if not walk.replayed and not roots:
+        return [], []
+    key = (
+        tuple(walk.entries),
+        tuple(walk.deps),
+        tuple(value_slots),
+        root_slots,
+        cotangents is not None,
+        acc_slots,
+    )
+    try:
+        values, grads = _program(key)(walk.inputs, list(cotangents or ()))
+    except jax.errors.UnexpectedTracerError:
+        if not with_pending or len(targets) == len(wanted):
+            raise
+        # A pending value recorded inside a JAX trace that has ended (an exception raised
+        # under jax.jit left it behind, kept alive by the traceback): it can never be
+        # computed, and only its own reader should see the error, not every later step.
+        return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False)
+    it = iter(values)
+    for node in targets:
+        node.values = tuple(next(it) for _ in node.avals)
+    if roots and not retain_graph:
+        # Free what this backward went through, as torch frees those nodes' saved tensors.
+        # Nodes computed here only as values stay usable for a backward of their own.
+        for node, in_grad_graph in walk.replayed:
+            if in_grad_graph and node.requires_grad:
+                node.freed = True
+                node.inputs = ()
+    return grads, walk.diffs
+
+
+def flush() -> None:
+    """Compute every alive pending value of this thread (a step boundary; see spx.data).
+
+    Called when the next batch is fetched: values a loop keeps across iterations (a running
+    sum of ``(pred == y).sum()``, a BatchNorm statistic) then never grow into one program
+    spanning many iterations, and each iteration's program has the same structure.
+    """
+    run()

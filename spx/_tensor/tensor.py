@@ -1,0 +1,430 @@
+"""``spx.Tensor``: torch's tensor on JAX — a mutable object holding one (recorded) array.
+
+What a Tensor is:
+
+* Its value is ``(node, idx)`` in a :class:`~spx._tensor.graph.Storage`: either a computed
+  ``jax.Array`` (a tracer under a JAX transformation) or a recorded operation that is computed
+  when needed (:mod:`spx._tensor.program`). Reading ``shape``/``dtype`` never computes anything.
+* **In place** (``add_``, ``x[i] = v``, ``copy_``, ...) records the new value and rebinds the
+  storage: torch's observable semantics on immutable arrays. ``t.data`` and ``t.detach()`` share
+  the storage, so an in-place write through either is seen by both.
+* **Views** (``view``, ``transpose``, basic indexing, ``split``, ...) remember their base tensor
+  and how they were derived from it. Writing into a view writes through to the base (and any
+  other view of it sees the change), exactly as torch's shared storage does; a view whose base
+  changed is derived again when it is next read.
+* **Autograd**: a leaf that requires grad (a :class:`~spx.nn.Parameter`, or
+  ``requires_grad_()``) enters each operation through a grad-leaf node; results of operations on
+  tensors that require grad require grad; ``backward()`` accumulates into ``.grad``
+  (:mod:`spx._tensor.autograd`).
+* It is a JAX pytree with one leaf (its computed value), and converts wherever JAX or numpy
+  expect an array (``__jax_array__``, ``__array__``).
+
+Example:
+    >>> import spx
+    >>> x = spx.ones(2, 3)
+    >>> x[0, 1] = 5.0
+    >>> x.sum().item()
+    10.0
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src.core import trace_state_clean as _trace_state_clean
+
+from spx._tensor import graph, program
+from spx._tensor.dispatch import apply, new_storage
+from spx._tensor.graph import LEAF, Node, Storage, value_node
+from spx._tensor.methods.autograd import AutogradMethods
+from spx._tensor.methods.convert import ConvertMethods, _stop_gradient
+from spx._tensor.methods.indexing import IndexingMethods
+from spx._tensor.methods.inplace import InplaceMethods
+from spx._tensor.methods.math import MathMethods
+from spx._tensor.methods.reduction import ReductionMethods
+from spx._tensor.methods.shape import ShapeMethods
+
+_LEAF_INPLACE = (
+    "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
+    "update in `with spx.no_grad():` (as optimizers and init functions do), or write to "
+    "`t.data` instead of `t`."
+)
+_VIEW_OF_LEAF_INPLACE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+    "Wrap the update in `with spx.no_grad():`."
+)
+
+
+def _view_from(base: Any, *rest: Any) -> Any:
+    """A view's value from its base: ``rest`` is the chain's dynamic inputs, then the chain."""
+    chain = rest[-1]
+    extras = rest[:-1]
+    it = iter(extras)
+    for fn, static, n_extra in chain:
+        base = fn(base, *[next(it) for _ in range(n_extra)], *static)
+    return base
+
+
+def _write_back(base: Any, new: Any, *rest: Any) -> Any:
+    """``base`` with the elements a view selects replaced by ``new`` (any dtype, any view).
+
+    The view's derivation applied to the element positions of ``base`` tells which element of
+    ``base`` each element of the view is; a scatter puts ``new`` there. Differentiable in both
+    ``base`` and ``new``.
+    """
+    positions = jnp.arange(base.size, dtype=jnp.int32).reshape(base.shape)
+    index = _view_from(positions, *rest)
+    flat = base.reshape(-1).at[index.reshape(-1)].set(new.reshape(-1).astype(base.dtype))
+    return flat.reshape(base.shape)
+
+
+class _View:
+    """How a view derives from its base: ``chain`` of ``(fn, static, n_extra)`` steps applied
+    to the base's value with ``extras`` (dynamic inputs such as slice starts); ``version`` is
+    the base's storage version the view's value was derived from."""
+
+    __slots__ = ("base", "chain", "extras", "version")
+
+    def __init__(self, base: Any, chain: tuple, extras: tuple, version: int) -> None:
+        self.base = base
+        self.chain = chain
+        self.extras = extras
+        self.version = version
+
+
+class Tensor(
+    ShapeMethods,
+    MathMethods,
+    ReductionMethods,
+    IndexingMethods,
+    InplaceMethods,
+    ConvertMethods,
+    AutogradMethods,
+):
+    """A multi-dimensional array with torch's methods and autograd (mirrors ``torch.Tensor``).
+
+    Create tensors with ``spx.tensor``, ``spx.zeros``, ``spx.randn``, ... ; ``spx.Tensor(data)``
+    makes a float32 tensor as ``torch.Tensor(data)`` does.
+
+    Example:
+        >>> import spx
+        >>> w = spx.randn(3, 2, requires_grad=True)
+        >>> loss = (spx.ones(4, 3) @ w).pow(2).mean()
+        >>> loss.backward()
+        >>> w.grad.shape
+        spx.Size([3, 2])
+    """
+
+    # Four slots are set per operation; rarer state lives elsewhere: a view's derivation in
+    # ``_view`` (a _View or None), a leaf's grad-leaf node and hooks in ``__dict__``.
+    __slots__ = ("__dict__", "__weakref__", "_grad", "_rg", "_s", "_view")
+    # numpy defers its operators to ours (np_array + t calls t.__radd__).
+    __array_priority__ = 1000
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # torch.Tensor(data) / torch.Tensor(2, 3): the legacy float32 constructor.
+        from spx.ops.creation import _legacy_tensor
+
+        value = _legacy_tensor(args, kwargs)
+        self._init(new_storage(value_node(value), 0), False)
+
+    def _init(self, storage: Storage, requires_grad: bool) -> None:
+        self._s = storage
+        self._view = None
+        self._rg = requires_grad
+        self._grad = None
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def _wrap(cls, node: Node, idx: int) -> Tensor:
+        """A new (non-view) Tensor holding output ``idx`` of ``node``."""
+        t = object.__new__(Tensor)
+        s = t._s = Storage(node, idx)
+        _PENDING_APPEND(_weakref(s))
+        t._view = None
+        t._rg = False
+        t._grad = None
+        return t
+
+    @classmethod
+    def _of(cls, array: Any, requires_grad: bool = False) -> Tensor:
+        """A leaf Tensor over a computed ``jax.Array`` (or tracer)."""
+        t = object.__new__(cls)
+        t._init(Storage(value_node(array)), requires_grad)
+        return t
+
+    # -- the value ---------------------------------------------------------------------------
+    def _cur(self) -> Storage:
+        """This tensor's storage, re-derived from the base first if this is a stale view."""
+        view = self._view
+        if view is not None and view.base._s.version != view.version:
+            self._refresh()
+        return self._s
+
+    def _refresh(self) -> None:
+        view = self._view
+        if any(step[0] is _stop_gradient for step in view.chain):
+            # A view of a detached result (y.detach()[0]): re-derived without history.
+            previous = graph.set_grad_enabled_flag(False)
+            try:
+                fresh = apply(_view_from, (view.chain,), (view.base, *view.extras))._s
+            finally:
+                graph.set_grad_enabled_flag(previous)
+        else:
+            fresh = apply(_view_from, (view.chain,), (view.base, *view.extras))._s
+        s = self._s
+        s.node, s.idx = fresh.node, fresh.idx
+        if s.node.values is None:
+            graph.note_pending(s)
+        view.version = view.base._s.version
+
+    def _ref(self, grad_on: bool) -> tuple[Node, int]:
+        """The input reference of this tensor for a new operation."""
+        view = self._view
+        if view is not None and view.base._s.version != view.version:
+            self._refresh()
+        s = self._s
+        if self._rg and grad_on and not s.node.requires_grad:
+            ln = self.__dict__.get("_leafnode")
+            if ln is None or ln.inputs[0][0] is not s.node or ln.inputs[0][1] != s.idx:
+                ln = Node(LEAF, (), ((s.node, s.idx),), (s.node.avals[s.idx],), None, True)
+                ln.leaf = self
+                self.__dict__["_leafnode"] = ln
+            return (ln, 0)
+        return (s.node, s.idx)
+
+    def _value(self) -> jax.Array:
+        """The computed array (computes everything pending on this thread if needed)."""
+        s = self._cur()
+        values = s.node.values
+        if values is None:
+            program.run([s])
+            values = s.node.values
+        return values[s.idx]
+
+    @property
+    def _data(self) -> Any:
+        """Internal: the raw array (computed if pending); spx's transforms bind through it."""
+        if self._view is None:
+            s = self._s
+            values = s.node.values
+            if values is not None:
+                return values[s.idx]
+        return self._value()
+
+    @_data.setter
+    def _data(self, array: Any) -> None:
+        """Internal: replace the value in place with a computed array (aliases see it)."""
+        s = self._s
+        s.node, s.idx = value_node(array), 0
+        s.version += 1
+
+    @property
+    def _aval(self) -> Any:
+        s = self._cur()
+        return s.node.avals[s.idx]
+
+    # -- writing -----------------------------------------------------------------------------
+    def _check_inplace(self) -> None:
+        if not graph.STATE.binding and not _trace_state_clean():
+            self._check_foreign_write()
+        if not graph.STATE.grad_enabled:
+            return
+        if self._rg and self.is_leaf:
+            raise RuntimeError(_LEAF_INPLACE)
+        view = self._view
+        if view is not None and view.base._rg and view.base.is_leaf:
+            raise RuntimeError(_VIEW_OF_LEAF_INPLACE)
+
+    def _check_foreign_write(self) -> None:
+        """Refuse an in-place write into a concrete tensor under a plain JAX transform.
+
+        The written value would be traced: stored into a tensor that outlives the trace (a
+        module's buffer, a parameter closed over by ``jax.jit``) it leaks a tracer, and the
+        update is lost. Tensors created inside the transformation hold tracers and are fine.
+        """
+        target = self if self._view is None else self._view.base
+        values = target._s.node.values
+        if values is not None and not isinstance(values[target._s.idx], jax.core.Tracer):
+            from spx._transforms import inplace_error
+
+            raise inplace_error(target)
+
+    def _assign(self, new: Tensor) -> Tensor:
+        """Make ``new``'s value this tensor's value (in place; through the base for a view)."""
+        self._check_inplace()
+        aval = self._aval
+        if new.shape != aval.shape:
+            raise RuntimeError(
+                f"output with shape {list(aval.shape)} doesn't match the broadcast shape "
+                f"{list(new.shape)}"
+            )
+        if new.dtype != aval.dtype:
+            new = new._cast_for_inplace(aval.dtype)
+        view = self._view
+        if view is not None:
+            base = view.base
+            merged = apply(_write_back, (view.chain,), (base, new, *view.extras))
+            bs = base._s
+            bs.node, bs.idx = merged._s.node, merged._s.idx
+            bs.version += 1
+            graph.note_pending(bs)
+            view.version = bs.version
+        s = self._s
+        s.node, s.idx = new._s.node, new._s.idx
+        s.version += 1
+        if s.node.values is None:
+            graph.note_pending(s)
+        return self
+
+    def _assign_op(self, fn: Any, static: tuple, args: tuple) -> Tensor:
+        return self._assign(apply(fn, static, args))
+
+    def _make_view(self, out: Tensor, fn: Any, static: tuple, extras: tuple = ()) -> Tensor:
+        """Mark ``out`` (just computed as ``fn(self, *extras, *static)``) a view of ``self``."""
+        view = self._view
+        step = ((fn, static, len(extras)),)
+        if view is None:
+            out._view = _View(self, step, extras, self._s.version)
+        else:
+            out._view = _View(
+                view.base, view.chain + step, view.extras + extras, view.base._s.version
+            )
+        return out
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def is_leaf(self) -> bool:
+        """True when the tensor has no autograd history (torch's leaf tensors)."""
+        return not self._cur().node.requires_grad
+
+    @property
+    def requires_grad(self) -> bool:
+        s = self._cur()
+        if s.node.requires_grad:
+            return jnp.issubdtype(s.node.avals[s.idx].dtype, jnp.inexact)
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    @property
+    def data(self) -> Tensor:
+        """A detached alias: same values, no autograd (writes through ``.data`` are seen here)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        from spx.ops.creation import as_value
+
+        array = as_value(value)
+        self._view = None
+        self._s = Storage(value_node(array))
+
+    def _alias(self) -> Tensor:
+        t = object.__new__(Tensor)
+        t._init(self._cur(), False)
+        t._view = self._view  # an alias of a view is a view of the same base
+        return t
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # JAX registers pytree nodes per exact class: every subclass (Parameter, a user's) is
+        # registered too, or jax.jit(f)(model) would see opaque leaves. A subclass adapts the
+        # conversion by overriding _tree_flatten/_tree_unflatten.
+        super().__init_subclass__(**kwargs)
+        jax.tree_util.register_pytree_node(cls, _flatten, _unflatten)
+
+    _tree_flatten = staticmethod(lambda t: _flatten_value(t))
+    _tree_unflatten = staticmethod(lambda aux, children: _unflatten_value(aux, children))
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        # A copy of the buffer, not the same array: spx.compile donates the original's.
+        out = object.__new__(type(self))
+        out._init(Storage(value_node(jnp.array(self._data, copy=True))), self._rg)
+        memo[id(self)] = out
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        out.__dict__.update(
+            {k: v for k, v in self.__dict__.items() if k not in ("_leafnode", "_grad_hooks")}
+        )
+        return out
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # For multiprocessing (spawned ranks): the value travels as a numpy array.
+        return (_rebuild, (type(self), np.asarray(self._data), self._rg))
+
+    def __repr__(self) -> str:
+        from spx._tensor.printing import tensor_repr
+
+        return tensor_repr(self)
+
+
+def _flatten(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
+    return type(t)._tree_flatten(t)
+
+
+def _unflatten(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
+    return aux[0]._tree_unflatten(aux, children)
+
+
+def _flatten_value(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
+    """A tensor as a pytree: one child (its computed value); aux ``(class, requires_grad)``.
+
+    A jitted JAX function (``jnp.sin``, ``jnp.sum``, ``jax.nn.relu``) takes its arguments as
+    pytrees: a Tensor that requires grad would enter as its bare value and the gradient along
+    that path would be lost silently, so that raises as ``__jax_array__`` does. Flattening is
+    fine under spx's own transforms, inside a foreign trace (the user differentiates with
+    JAX), with grad mode off, and for a Module's own tensors (``jax.jit(f)(model)``).
+    """
+    state = graph.STATE
+    if t._rg or t._cur().node.requires_grad:
+        owned = state.owned
+        if id(t) in owned:
+            owned.discard(id(t))
+        elif state.grad_enabled and not state.binding and _trace_state_clean():
+            from spx._tensor.methods.convert import _JNP_REQUIRES_GRAD
+
+            raise RuntimeError(_JNP_REQUIRES_GRAD.format(what=t._describe()))
+    return (t._value(),), (type(t), t._rg)
+
+
+def _unflatten_value(aux: tuple[type, bool], children: tuple[Any]) -> Tensor:
+    # No validation: jax passes placeholders (None, object()) through unflatten.
+    cls, requires_grad = aux
+    t = object.__new__(cls)
+    child = children[0]
+    aval = getattr(child, "aval", None)
+    node = Node(None, (), (), (aval,), (child,), False)
+    t._init(Storage(node), requires_grad)
+    return t
+
+
+jax.tree_util.register_pytree_node(Tensor, _flatten, _unflatten)
+# Identity hashing in C (torch's too): optimizer state lookups hash tensors on every step, and
+# __eq__ (elementwise) would otherwise disable hashing.
+Tensor.__hash__ = object.__hash__  # type: ignore[method-assign]
+_weakref = weakref.ref
+
+
+def _PENDING_APPEND(ref: Any) -> None:
+    graph.STATE.pending.append(ref)
+
+
+def _rebuild(cls: type, value: np.ndarray, requires_grad: bool) -> Tensor:
+    t = object.__new__(cls)
+    t._init(Storage(value_node(jnp.asarray(value))), requires_grad)
+    return t
+
+
+def is_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is an ``spx.Tensor`` (mirrors ``torch.is_tensor``)."""
+    return isinstance(obj, Tensor)
+
+
+# Shown as spx.Tensor (as torch shows torch.Tensor), not the private module path.
+Tensor.__module__ = "spx"

@@ -1,0 +1,47 @@
+"""torch's top-level functions returning Tensors, re-exported by ``spx`` (``spx.cat``, ...).
+
+One module per kind, each listing its public names in ``__all__``:
+
+* :mod:`.creation` — ``zeros``, ``arange``, ``randn``, ``tensor``, ``*_like``, ...
+* :mod:`.math` — pointwise math (``exp``, ``add``, ``clamp``, ``softmax``, ...)
+* :mod:`.comparison` — ``eq``, ``maximum``, ``allclose``, ``isnan``, ``sort``, ``topk``, ...
+* :mod:`.reduction` — ``sum``, ``mean``, ``max``, ``std_mean``, ``cumsum``, ``unique``, ...
+* :mod:`.shape` — ``cat``, ``stack``, ``split``, ``meshgrid``, ``tril``, ``flatten``, ...
+* :mod:`.indexing` — ``where``, ``gather``, ``scatter``, ``index_select``, ``searchsorted``, ...
+* :mod:`.linalg` — ``matmul``, ``bmm``, ``einsum``, ``outer``, ``cdist``, ...
+* :mod:`.sampling` — ``multinomial``, ``normal``, ``bernoulli``, ``poisson``
+* :mod:`.types` — ``dtype``, ``get_default_dtype``, ``finfo``, ``promote_types``, ...
+
+Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`._args`).
+"""
+
+from spx.ops import comparison as comparison
+from spx.ops import creation as creation
+from spx.ops import indexing as indexing
+from spx.ops import linalg as linalg
+from spx.ops import math as math
+from spx.ops import reduction as reduction
+from spx.ops import sampling as sampling
+from spx.ops import shape as shape
+from spx.ops import types as types
+from spx.ops.comparison import *  # noqa: F403
+from spx.ops.creation import *  # noqa: F403
+from spx.ops.indexing import *  # noqa: F403
+from spx.ops.linalg import *  # noqa: F403
+from spx.ops.math import *  # noqa: F403
+from spx.ops.reduction import *  # noqa: F403
+from spx.ops.sampling import *  # noqa: F403
+from spx.ops.shape import *  # noqa: F403
+from spx.ops.types import *  # noqa: F403
+
+__all__ = [
+    *comparison.__all__,
+    *creation.__all__,
+    *indexing.__all__,
+    *linalg.__all__,
+    *math.__all__,
+    *reduction.__all__,
+    *sampling.__all__,
+    *shape.__all__,
+    *types.__all__,
+]

@@ -1,0 +1,382 @@
+"""Tensor creation with torch's names and signatures (``spx.zeros(2, 3)``, ``spx.randn(...)``).
+
+Results are :class:`spx.Tensor`. Host data (lists, numpy arrays, torch tensors) is copied now;
+``zeros``/``ones``/``full``/``arange``/``eye``/random draws are recorded like any operation and
+computed with the program that uses them, unless ``device=`` names a device other than the
+calling rank's default (then they are created there now). ``requires_grad=True`` makes a leaf
+that requires grad. Python ints give int32 and floats float32 (torch: int64 for ints) unless
+``jax_enable_x64`` is on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx import _context, _validate
+from spx import random as spx_random
+from spx._host import device_array
+from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import canonical
+from spx._tensor.tensor import Tensor
+from spx.device import device as resolve_device
+
+__all__ = [
+    "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
+    "linspace", "logspace", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like",
+    "randn", "randn_like", "randperm", "scalar_tensor", "tensor", "tril_indices", "triu_indices",
+    "zeros", "zeros_like",
+]  # fmt: skip
+
+
+def _size(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
+        size = tuple(size[0])
+    hint = f"call e.g. spx.{fn}(2, 3) or spx.{fn}((2, 3))"
+    return tuple(
+        _validate.as_int(s, f"size[{i}]", f"spx.{fn}", minimum=0, hint=hint, wrong_type=ValueError)
+        for i, s in enumerate(size)
+    )
+
+
+def _default_float() -> Any:
+    return np.dtype(jnp.float32)
+
+
+def _dtype(dtype: Any, default: Any) -> np.dtype:
+    return canonical(default if dtype is None else dtype)
+
+
+def as_value(data: Any, dtype: Any = None) -> jax.Array:
+    """A ``jax.Array`` of ``data`` (a Tensor's value, an array, numpy, numbers), host-copied."""
+    if isinstance(data, Tensor):
+        value = data._value()
+        return value if dtype is None else value.astype(dtype)
+    if isinstance(data, bool | int | float | complex):
+        # A Python number makes a tensor of torch's default dtype for its kind (jnp.array
+        # would make a weakly typed array, which then takes other operands' dtypes).
+        kind = dtype if dtype is not None else canonical(np.asarray(data).dtype)
+        return jnp.asarray(data, dtype=kind)
+    if isinstance(data, list | tuple) and any(isinstance(d, Tensor) for d in _flat(data)):
+        data = jax.tree.map(lambda d: d._value() if isinstance(d, Tensor) else d, data)
+        return jnp.asarray(np.asarray(jax.tree.map(np.asarray, data)), dtype=dtype)
+    return device_array(data, dtype=dtype)
+
+
+def _flat(data: Any) -> list:
+    out = []
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, list | tuple):
+            stack.extend(d)
+        else:
+            out.append(d)
+    return out
+
+
+def _finish(x: Any, device: Any, requires_grad: bool) -> Tensor:
+    """Place a created value (array or recorded Tensor) and set requires_grad."""
+    if device is not None:
+        target = resolve_device(device)
+        own = _context.current().device
+        if own is None or target != own:
+            value = x._value() if isinstance(x, Tensor) else x
+            x = jax.device_put(value, target)
+    t = x if isinstance(x, Tensor) else Tensor._of(x)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _numeric(data: Any, dtype: Any, fn: str) -> jax.Array:
+    """``as_value(data)``, with torch's kind of error for data that isn't numbers."""
+    try:
+        return as_value(data, dtype=None if dtype is None else canonical(dtype))
+    except (TypeError, ValueError) as e:  # non-numbers, None, ragged lists
+        raise type(e)(
+            f"spx.{fn}: can't make a tensor of {data!r:.60} ({type(data).__name__}): "
+            f"{str(e).rstrip('.')}. "
+            "Pass numbers, (nested) lists of numbers, numpy arrays or tensors."
+        ) from None
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (mirrors ``torch.tensor``).
+
+    Example:
+        >>> import spx
+        >>> spx.tensor([[1.0, 2.0]]).shape
+        spx.Size([1, 2])
+    """
+    if isinstance(data, Tensor):
+        x = data.detach().clone() if dtype is None else data.detach().to(dtype).clone()
+        return _finish(x, device, requires_grad)
+    return _finish(_numeric(data, dtype, "tensor"), device, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor: a Tensor as it is (cast/moved if asked), anything else copied.
+
+    Host memory (numpy, torch tensors) is copied: a jax array can't share mutable memory, which
+    torch's ``as_tensor`` does.
+    """
+    if isinstance(data, Tensor):
+        out = data if dtype is None else data.to(dtype)
+        return out if device is None else out.to(device)
+    return _finish(_numeric(data, dtype, "as_tensor"), device, False)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor from a numpy array, copied (torch's shares memory; a jax array can't)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"spx.from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
+    return Tensor._of(device_array(ndarray))
+
+
+def _legacy_tensor(args: tuple, kwargs: dict) -> jax.Array:
+    """``spx.Tensor(data)`` / ``spx.Tensor(2, 3)``: float32, as torch's legacy constructor."""
+    if kwargs:
+        raise TypeError(f"spx.Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+    if len(args) == 1 and not isinstance(args[0], int):
+        return _numeric(args[0], jnp.float32, "Tensor")
+    return jnp.zeros(_size(args, "Tensor"), jnp.float32)
+
+
+def _fill(value: Any, shape: tuple, dtype: Any) -> Any:
+    return jnp.full(shape, value, dtype)
+
+
+def _made(fn: Any, static: tuple, args: tuple, device: Any, requires_grad: bool) -> Tensor:
+    return _finish(apply(fn, static, args), device, requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_):
+    """Zeros of the given size (float32 by default). Example: ``spx.zeros(2, 3)``."""
+    static = (_size(size, "zeros"), _dtype(dtype, jnp.float32))
+    return _made(_fill, static, (0,), device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_):
+    """Ones of the given size (float32 by default). Example: ``spx.ones(2, 3)``."""
+    static = (_size(size, "ones"), _dtype(dtype, jnp.float32))
+    return _made(_fill, static, (1,), device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_):
+    """Like torch.empty: spx fills the memory with zeros (it is never uninitialized)."""
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full(
+    size: Sequence[int], fill_value: Any, *, dtype: Any = None, device=None, requires_grad=False
+):
+    """A tensor filled with ``fill_value`` (dtype inferred from it, as torch does)."""
+    if dtype is None:
+        if isinstance(fill_value, Tensor):
+            dtype = fill_value.dtype
+        elif isinstance(fill_value, bool):
+            dtype = jnp.bool_
+        elif isinstance(fill_value, int):
+            dtype = jnp.int32
+        else:
+            dtype = jnp.float32
+    static = (_size((size,), "full"), canonical(dtype))
+    return _made(_fill, static, (fill_value,), device, requires_grad)
+
+
+def _like(fn: str, input: Any, value: Any, dtype: Any, device: Any, requires_grad: bool):
+    like = input if isinstance(input, Tensor) else as_tensor(input)
+    static = (tuple(like.shape), canonical(like.dtype if dtype is None else dtype))
+    return _made(_fill, static, (value,), device, requires_grad)
+
+
+def zeros_like(input: Any, *, dtype: Any = None, device=None, requires_grad=False, **_) -> Tensor:
+    return _like("zeros_like", input, 0, dtype, device, requires_grad)
+
+
+def ones_like(input: Any, *, dtype: Any = None, device=None, requires_grad=False, **_) -> Tensor:
+    return _like("ones_like", input, 1, dtype, device, requires_grad)
+
+
+def empty_like(input: Any, *, dtype: Any = None, device=None, requires_grad=False, **_) -> Tensor:
+    return _like("empty_like", input, 0, dtype, device, requires_grad)
+
+
+def full_like(input: Any, fill_value: Any, *, dtype=None, device=None, requires_grad=False, **_):
+    return _like("full_like", input, fill_value, dtype, device, requires_grad)
+
+
+def _arange(start: Any, end: Any, step: Any, n: int, dtype: Any) -> Any:
+    return (start + step * jnp.arange(n)).astype(dtype)
+
+
+def arange(
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    **_: Any,
+) -> Tensor:
+    """``[start, end)`` with ``step`` (mirrors ``torch.arange``). Example: ``spx.arange(5)``."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = (float(v) if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise ValueError("spx.arange: step must be nonzero")
+    n = max(0, math.ceil((end - start) / step))
+    if dtype is None:
+        ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
+        dtype = jnp.int32 if ints else jnp.float32
+    static = (n, canonical(dtype))
+    return _made(_arange, static, (start, end, step), device, requires_grad)
+
+
+def _linspace(start: Any, end: Any, steps: int, dtype: Any) -> Any:
+    return jnp.linspace(start, end, steps).astype(dtype)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype=None, device=None, requires_grad=False):
+    static = (int(steps), _dtype(dtype, jnp.float32))
+    return _made(_linspace, static, (start, end), device, requires_grad)
+
+
+def _logspace(start: Any, end: Any, steps: int, base: float, dtype: Any) -> Any:
+    return jnp.logspace(start, end, steps, base=base).astype(dtype)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    static = (int(steps), float(base), _dtype(dtype, jnp.float32))
+    return _made(_logspace, static, (start, end), device, requires_grad)
+
+
+def _eye(n: int, m: int, dtype: Any) -> Any:
+    return jnp.eye(n, m, dtype=dtype)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    static = (int(n), int(n if m is None else m), _dtype(dtype, jnp.float32))
+    return _made(_eye, static, (), device, requires_grad)
+
+
+def _key(generator: Any) -> Any:
+    return spx_random.next_key_tensor() if generator is None else generator
+
+
+def _float_dtype(dtype: Any, fn: str) -> np.dtype:
+    dt = _dtype(dtype, jnp.float32)
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"spx.{fn}: expected a floating dtype, got {dt}")
+    return dt
+
+
+def _normal(key: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.normal(key, shape, dtype)
+
+
+def _uniform(key: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.uniform(key, shape, dtype)
+
+
+def _randint(key: Any, low: Any, high: Any, shape: tuple, dtype: Any) -> Any:
+    return jax.random.randint(key, shape, low, high, jnp.int32).astype(dtype)
+
+
+def _randperm(key: Any, n: int, dtype: Any) -> Any:
+    return jax.random.permutation(key, n).astype(dtype)
+
+
+def randn(*size: Any, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    """Standard normal samples. Example: ``spx.randn(2, 3)``."""
+    static = (_size(size, "randn"), _float_dtype(dtype, "randn"))
+    return _made(_normal, static, (_key(generator),), device, requires_grad)
+
+
+def rand(*size: Any, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    """Uniform samples on [0, 1). Example: ``spx.rand(2, 3)``."""
+    static = (_size(size, "rand"), _float_dtype(dtype, "rand"))
+    return _made(_uniform, static, (_key(generator),), device, requires_grad)
+
+
+def randn_like(input: Any, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    return randn(
+        *input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad
+    )
+
+
+def rand_like(input: Any, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    return rand(
+        *input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad
+    )
+
+
+def randint(
+    low: int,
+    high: int | None = None,
+    size: Sequence[int] | None = None,
+    *,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers on ``[low, high)`` (``randint(high, size)`` form too, as torch)."""
+    if size is None:
+        if high is None or not isinstance(high, Sequence):
+            raise TypeError("spx.randint: give size, e.g. spx.randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"spx.randint: expected low < high, got low={low}, high={high}")
+    static = (_size((size,), "randint"), _dtype(dtype, jnp.int32))
+    return _made(_randint, static, (_key(generator), low, high), device, requires_grad)
+
+
+def randint_like(input: Any, low: int = 0, high: int | None = None, *, dtype=None, device=None):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (mirrors ``torch.randperm``)."""
+    static = (int(n), _dtype(dtype, jnp.int32))
+    return _made(_randperm, static, (_key(generator),), device, requires_grad)
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding ``s`` (float32 unless ``dtype`` says otherwise, as torch)."""
+    return tensor(s, dtype=_dtype(dtype, jnp.float32), device=device, requires_grad=requires_grad)
+
+
+def _triangle(which: str, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:
+    pick = np.tril_indices if which == "tril" else np.triu_indices
+    rows, cols = pick(int(row), int(offset), int(col))
+    host = np.stack([rows, cols]).astype(_dtype(dtype, jnp.int32))
+    return _finish(device_array(host), device, False)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the lower triangle of a ``row x col`` matrix (with the
+    ``offset`` diagonal; mirrors ``torch.tril_indices``).
+
+    Example:
+        >>> import spx
+        >>> spx.tril_indices(2, 2).tolist()
+        [[0, 1, 1], [0, 0, 1]]
+    """
+    return _triangle("tril", row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
+    """``(2, N)`` coordinates of the upper triangle of a ``row x col`` matrix."""
+    return _triangle("triu", row, col, offset, dtype, device)

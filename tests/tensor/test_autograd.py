@@ -1,0 +1,444 @@
+"""Autograd of spx.Tensor against torch: backward/.grad accumulation, retain_graph,
+gradient=, autograd.grad (non-leaf inputs, allow_unused), grad modes, hooks, and in-place
+updates and views inside the graph."""
+
+import pytest
+
+import spx
+from tests.tensor._parity import assert_same, data
+
+torch = pytest.importorskip("torch")
+
+W0 = data((3, 2))
+X0 = data((4, 3), 1)
+
+
+def _leaves(lib):
+    return lib.tensor(W0, requires_grad=True), lib.tensor(X0)
+
+
+def _both(fn):
+    """fn(lib) for torch and spx; the results compared."""
+    got, want = fn(spx), fn(torch)
+    assert_same(got, want, rtol=1e-5, atol=1e-6)
+    return got
+
+
+def test_backward_accumulates_into_leaves():
+    def fn(lib):
+        w, x = _leaves(lib)
+        b = lib.zeros(2, requires_grad=True)
+        loss = ((x @ w + b).tanh() ** 2).mean()
+        loss.backward()
+        first = (w.grad.clone(), b.grad.clone())
+        loss2 = ((x @ w + b).sigmoid()).sum()
+        loss2.backward()  # a second graph: accumulates
+        return first, (w.grad, b.grad), loss.detach()
+
+    _both(fn)
+
+
+def test_second_backward_needs_retain_graph():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        loss = (x @ w).exp().sum()
+        loss.backward(retain_graph=True)
+        loss.backward()  # allowed once more: the graph was retained
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+    _both(lambda lib: _twice(lib))
+
+
+def _twice(lib):
+    w, x = _leaves(lib)
+    loss = (x @ w).exp().sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    return w.grad
+
+
+def test_shared_subgraph_freed_after_backward():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        h = (x @ w).sigmoid()
+        (h.sum()).backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            (h * 2).sum().backward()
+
+
+def test_grad_can_be_reset_and_zeroed():
+    def fn(lib):
+        w, x = _leaves(lib)
+        (x @ w).sum().backward()
+        w.grad = None
+        (x @ w).pow(2).sum().backward()
+        g1 = w.grad.clone()
+        w.grad.zero_()
+        (x @ w).sum().backward()
+        return g1, w.grad
+
+    _both(fn)
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (2,)], ids=str)
+def test_gradient_argument_for_non_scalar(shape):
+    def fn(lib):
+        w, x = _leaves(lib)
+        y = x @ w if len(shape) == 2 else (x @ w).sum(0)
+        y.backward(gradient=lib.tensor(data(shape, 5)))
+        return w.grad
+
+    _both(fn)
+
+
+def test_non_scalar_backward_errors():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+            (x @ w).backward()
+        with pytest.raises(RuntimeError, match="Mismatch in shape"):
+            (x @ w).backward(lib.ones(2, 4))
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            lib.ones(2).sum().backward()
+
+
+def test_backward_inputs_restricts_accumulation():
+    def fn(lib):
+        w, x = _leaves(lib)
+        b = lib.ones(2, requires_grad=True)
+        (x @ w + b).sum().backward(inputs=[b])
+        return w.grad, b.grad
+
+    _both(fn)
+
+
+def test_autograd_backward_function():
+    def fn(lib):
+        w, x = _leaves(lib)
+        y1, y2 = (x @ w).sum(), (x @ w).pow(2)
+        lib.autograd.backward([y1, y2], [None, lib.ones(4, 2)])
+        return w.grad
+
+    _both(fn)
+
+
+def test_autograd_grad_leaf_and_non_leaf():
+    def fn(lib):
+        w, x = _leaves(lib)
+        b = lib.zeros(2, requires_grad=True)
+        h = (x @ w).tanh()
+        loss = (h**2).sum() + (b * h).sum()
+        (gh,) = lib.autograd.grad(loss, h, retain_graph=True)
+        gw, gb = lib.autograd.grad(loss, [w, b])
+        assert w.grad is None and b.grad is None  # grad() does not accumulate
+        return gh, gw, gb
+
+    _both(fn)
+
+
+@pytest.mark.parametrize("how", ["grad", "backward_inputs"])
+def test_gradient_wrt_a_tensor_and_its_ancestor(how):
+    def fn(lib):
+        w = lib.ones(2, requires_grad=True)
+        h = w * 3
+        loss = (h**2).sum() + w.sum()  # dloss/dw = 18 + 1 through both paths; dloss/dh = 6
+        if how == "grad":
+            return lib.autograd.grad(loss, [w, h])
+        loss.backward(inputs=[w, h])
+        return (w.grad,)
+
+    got, want = fn(spx), fn(torch)
+    assert_same(got, want)
+
+
+def test_backward_inputs_non_leaf():
+    def fn(lib):
+        w, x = _leaves(lib)
+        h = x @ w
+        (h.exp()).sum().backward(inputs=[h])
+        return h.grad if lib is torch else h._grad, w.grad
+
+    _both(fn)
+
+
+def test_autograd_grad_of_an_intermediate_then_backward():
+    def fn(lib):
+        w, x = _leaves(lib)
+        h = x @ w
+        loss = h.exp().sum()
+        (gh,) = lib.autograd.grad(loss, h, retain_graph=True)
+        loss.backward()
+        return gh, w.grad
+
+    _both(fn)
+
+
+def test_autograd_grad_outputs_and_many_outputs():
+    def fn(lib):
+        w, x = _leaves(lib)
+        y = x @ w
+        z = w.sin().sum()
+        return lib.autograd.grad([y, z], [w], grad_outputs=[lib.ones(4, 2) * 0.5, None])
+
+    _both(fn)
+
+
+def test_autograd_grad_allow_unused():
+    def fn(lib):
+        w, x = _leaves(lib)
+        unused = lib.ones(3, requires_grad=True)
+        loss = (x @ w).sum()
+        with pytest.raises(RuntimeError, match="allow_unused=True"):
+            lib.autograd.grad(loss, [w, unused], retain_graph=True)
+        gw, gu = lib.autograd.grad(loss, [w, unused], allow_unused=True, retain_graph=True)
+        assert gu is None
+        gw2, gu2 = lib.autograd.grad(loss, [w, unused], allow_unused=True, materialize_grads=True)
+        return gw, gw2, gu2
+
+    _both(fn)
+
+
+def test_autograd_grad_errors():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            lib.autograd.grad((x @ w).sum(), x)
+
+
+def test_no_grad_stops_recording():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        with lib.no_grad():
+            y = x @ w
+            assert not lib.is_grad_enabled()
+            with lib.enable_grad():
+                z = x @ w
+                assert lib.is_grad_enabled()
+        assert not y.requires_grad and y.grad_fn is None and y.is_leaf
+        assert z.requires_grad and z.grad_fn is not None
+        assert lib.is_grad_enabled()
+
+
+def test_no_grad_decorator_and_set_grad_enabled():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+
+        @lib.no_grad()
+        def f(x=x, w=w):
+            return x @ w
+
+        assert not f().requires_grad
+        lib.set_grad_enabled(False)
+        try:
+            assert not (x @ w).requires_grad and not lib.is_grad_enabled()
+        finally:
+            lib.set_grad_enabled(True)
+        with lib.set_grad_enabled(False):
+            assert not (x @ w).requires_grad
+        assert lib.is_grad_enabled()
+        with lib.set_grad_enabled(True):
+            assert (x @ w).requires_grad
+
+        @lib.enable_grad()
+        def g(x=x, w=w):
+            return x @ w
+
+        with lib.no_grad():
+            assert g().requires_grad
+
+
+def test_inference_mode():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        with lib.inference_mode():
+            y = x @ w
+            assert not lib.is_grad_enabled()
+            assert lib.is_inference_mode_enabled()
+        assert not y.requires_grad
+        with lib.inference_mode(False):
+            assert (x @ w).requires_grad
+        assert not lib.is_inference_mode_enabled()
+
+
+def test_grad_mode_is_restored_after_an_exception():
+    for lib in (torch, spx):
+        with pytest.raises(ValueError), lib.no_grad():
+            raise ValueError
+        assert lib.is_grad_enabled()
+
+
+def test_requires_grad_rules():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        y = x @ w
+        assert w.is_leaf and w.requires_grad and w.grad_fn is None
+        assert y.requires_grad and not y.is_leaf and y.grad_fn is not None
+        assert not (y > 0).requires_grad  # comparisons give bools: no grad
+        assert not y.argmax().requires_grad
+        assert not x.requires_grad and x.is_leaf
+        assert x.requires_grad_() is x and x.requires_grad
+        with pytest.raises(RuntimeError, match="floating point"):
+            lib.tensor([1, 2]).requires_grad_()
+        with pytest.raises(RuntimeError, match="leaf variables"):
+            y.requires_grad_(False)
+        x.requires_grad = False
+        assert not x.requires_grad
+
+
+def test_grad_of_non_leaf_warns():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        y = x @ w
+        y.sum().backward()
+        with pytest.warns(UserWarning, match="not a leaf"):
+            assert y.grad is None
+
+
+def test_assigned_grad_checks():
+    w = spx.ones(2, requires_grad=True)
+    w.grad = spx.full((2,), 3.0)
+    assert w.grad.tolist() == [3.0, 3.0]
+    with pytest.raises(RuntimeError, match="different size"):
+        w.grad = spx.ones(3)
+    with pytest.raises(RuntimeError, match="different type"):
+        w.grad = spx.ones(2, dtype=spx.float16)
+
+
+def test_register_hook_on_leaf():
+    def fn(lib):
+        w, x = _leaves(lib)
+        seen = []
+        handle = w.register_hook(lambda g: seen.append(g.clone()) or g * 2)
+        (x @ w).sum().backward()
+        handle.remove()
+        (x @ w).sum().backward()
+        return seen[0], w.grad
+
+    _both(fn)
+
+
+def test_fan_out_and_reuse():
+    def fn(lib):
+        w, x = _leaves(lib)
+        h = x @ w
+        loss = (h * h).sum() + h.sum() * w.sum() + (w.t() @ w).trace()
+        loss.backward()
+        return w.grad
+
+    _both(fn)
+
+
+def test_integer_paths_carry_no_gradient():
+    def fn(lib):
+        w, x = _leaves(lib)
+        idx = (x @ w).argmax(1)
+        loss = (x @ w).gather(1, idx.unsqueeze(1)).sum() + idx.float().sum()
+        loss.backward()
+        return w.grad
+
+    _both(fn)
+
+
+# -- in-place updates and views inside the graph --------------------------------------------
+
+GRAPH_EDITS = [
+    ("setitem_zero_row", lambda lib, w, x: _set(x @ w, 0, 0.0)),
+    ("setitem_from_leaf", lambda lib, w, x: _set(x @ w, (slice(None), 1), w[0].sum() * 2)),
+    ("setitem_mask", lambda lib, w, x: _set(x @ w, (x @ w) > 0, 1.0)),
+    ("view_add_", lambda lib, w, x: _apply(x @ w, lambda y: y.t().add_(w.sum()))),
+    ("row_mul_", lambda lib, w, x: _apply(x @ w, lambda y: y[1].mul_(3))),
+    ("narrow_piece_", lambda lib, w, x: _apply(x @ w, lambda y: y.narrow(0, 2, 2).exp_())),
+    ("view_minus1_", lambda lib, w, x: _apply(x @ w, lambda y: y.view(-1)[::3].zero_())),
+    ("chained_inplace", lambda lib, w, x: (x @ w).mul_(2).add_(1).tanh_()),
+    ("inplace_on_clone_of_leaf", lambda lib, w, x: _apply(w.clone(), lambda y: y[0].fill_(7))),
+    ("copy_into_slice", lambda lib, w, x: _apply(x @ w, lambda y: y[:2].copy_(w[:2] * 5))),
+    ("unsqueeze_expand_sum", lambda lib, w, x: (x @ w).unsqueeze(0).expand(3, 4, 2).sum(0)),
+    ("diagonal_view_", lambda lib, w, x: _apply(x @ w.t().t(), lambda y: y.diagonal().mul_(0))),
+]
+
+
+def _set(y, index, value):
+    y[index] = value
+    return y
+
+
+def _apply(y, edit):
+    edit(y)
+    return y
+
+
+@pytest.mark.parametrize("edit", [g[1] for g in GRAPH_EDITS], ids=[g[0] for g in GRAPH_EDITS])
+def test_views_and_inplace_in_the_graph(edit):
+    def fn(lib):
+        w, x = _leaves(lib)
+        y = edit(lib, w, x)
+        loss = (y * lib.tensor(data(tuple(y.shape), 9))).sum()
+        loss.backward()
+        return y.detach(), w.grad
+
+    _both(fn)
+
+
+def test_y_times_one_then_setitem_then_backward():
+    def fn(lib):
+        x = lib.ones(4, requires_grad=True)
+        y = x * 1
+        y[0] = 0
+        y.sum().backward()
+        return x.grad
+
+    assert _both(fn).tolist() == [0.0, 1.0, 1.0, 1.0]
+
+
+def test_backward_twice_through_a_view_write():
+    def fn(lib):
+        w, x = _leaves(lib)
+        y = x @ w
+        y[0] = w[1] * 3
+        loss = y.pow(2).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+        return w.grad
+
+    _both(fn)
+
+
+def test_optimizer_style_update_under_no_grad():
+    def fn(lib):
+        w, x = _leaves(lib)
+        for _ in range(3):
+            loss = (x @ w).tanh().sum()
+            loss.backward()
+            with lib.no_grad():
+                w -= 0.1 * w.grad
+                w.grad.zero_()
+        return w.detach(), loss.detach()
+
+    _both(fn)
+
+
+def test_gradient_accumulation_over_micro_batches():
+    def fn(lib):
+        w, _ = _leaves(lib)
+        for k in range(3):
+            xb = lib.tensor(data((2, 3), 20 + k))
+            ((xb @ w).relu().sum() / 3).backward()
+        return w.grad
+
+    _both(fn)
+
+
+def test_value_of_loss_survives_backward():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        loss = (x @ w).sum()
+        loss.backward()
+        assert abs(loss.item() - float((X0 @ W0).sum())) < 1e-4
+
+
+def test_grad_fn_names_follow_torch():
+    for lib in (torch, spx):
+        x = lib.ones(2, requires_grad=True)
+        names = [f.name() for f in ((x * 2).grad_fn, x.sum().grad_fn, x.exp().grad_fn)]
+        assert names == ["MulBackward0", "SumBackward0", "ExpBackward0"]
+        assert repr(x * 2).endswith("grad_fn=<MulBackward0>)")

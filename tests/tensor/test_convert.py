@@ -1,0 +1,275 @@
+"""Conversions of spx.Tensor against torch: dtypes, devices, Python and numpy values, copies,
+aliases, new_* constructors."""
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import spx
+from tests.tensor._parity import check, check_raises, data
+
+torch = pytest.importorskip("torch")
+
+X = (2, 3)
+INTS = data(X, 3, "int")
+
+CASTS = [
+    ("to_dtype", lambda m, x: x.to(m.float16)),
+    ("to_dtype_kw", lambda m, x: x.to(dtype=m.int32)),
+    ("to_bool", lambda m, x: x.to(m.bool)),
+    ("to_tensor", lambda m, x: x.to(m.zeros(1, dtype=m.int32))),
+    ("to_cpu_dtype", lambda m, x: x.to("cpu", m.bfloat16)),
+    ("float", lambda m, x: x.int().float()),
+    ("half", lambda m, x: x.half()),
+    ("bfloat16", lambda m, x: x.bfloat16()),
+    ("long", lambda m, x: x.long()),
+    ("int", lambda m, x: x.int()),
+    ("short", lambda m, x: x.short()),
+    ("char", lambda m, x: x.char()),
+    ("byte", lambda m, x: x.abs().byte()),
+    ("bool", lambda m, x: x.bool()),
+    ("type_as", lambda m, x: x.type_as(m.zeros(1, dtype=m.float16))),
+    ("type_dtype", lambda m, x: x.type(m.int32)),
+    ("int_to_float", lambda m, x: (x * 3).int().float()),
+    ("float_to_int_truncates", lambda m, x: (x * 3).int()),
+    ("cpu", lambda m, x: x.cpu()),
+    ("contiguous", lambda m, x: x.contiguous()),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in CASTS], ids=[c[0] for c in CASTS])
+def test_casts(fn):
+    check(fn, X, rtol=1e-2, atol=1e-2)
+
+
+def test_to_returns_self_when_nothing_changes():
+    for lib in (torch, spx):
+        x = lib.ones(2)
+        assert x.to(lib.float32) is x
+        assert x.to("cpu") is x
+        assert x.float() is x
+        assert x.to(x) is x
+        assert x.to(lib.float32, copy=True) is not x
+
+
+def test_to_errors():
+    with pytest.raises(TypeError, match="neither a dtype, a device nor a tensor"):
+        spx.ones(2).to(3.5)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        spx.ones(2).to(dtype=spx.float16, colour="red")
+
+
+def test_casts_keep_autograd():
+    for lib in (torch, spx):
+        w = lib.ones(2, requires_grad=True)
+        (w.half().float() * 3).sum().backward()
+        assert w.grad.tolist() == [3.0, 3.0]
+
+
+ITEMS = [
+    ("float", lambda m, x: x[0, 0].item()),
+    ("int", lambda m, x: x.int()[0, 1].item()),
+    ("bool", lambda m, x: (x > 0)[0, 2].item()),
+    ("one_element_1d", lambda m, x: x[0, :1].item()),
+    ("tolist", lambda m, x: x.tolist()),
+    ("tolist_int", lambda m, x: x.int().tolist()),
+    ("tolist_bool", lambda m, x: (x > 0).tolist()),
+    ("tolist_0d", lambda m, x: x.sum().tolist()),
+    ("float()", lambda m, x: float(x[0, 0])),
+    ("int()", lambda m, x: int(x[1, 1] * 10)),
+    ("bool()", lambda m, x: bool(x[0, 0] > 0)),
+    ("index", lambda m, x: [10, 20, 30][x.int().abs().clamp(max=2)[0, 0]]),
+    ("format", lambda m, x: f"{x.sum():.3f}"),
+    ("dim_sizes", lambda m, x: (x.element_size(), x.half().element_size(), x.nbytes, x.itemsize)),
+    ("floating", lambda m, x: (x.is_floating_point(), x.int().is_floating_point())),
+    ("complex_signed", lambda m, x: (x.is_complex(), x.is_signed(), x.bool().is_signed())),
+    ("is_cpu", lambda m, x: (x.is_cpu, x.is_cuda, x.get_device())),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in ITEMS], ids=[c[0] for c in ITEMS])
+def test_python_values(fn):
+    got, want = fn(spx, spx.tensor(data(X))), fn(torch, torch.tensor(data(X)))
+    if isinstance(want, list) and want and isinstance(want[0], list):
+        np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float),
+                                   rtol=1e-6)  # fmt: skip
+        assert type(got[0][0]) is type(want[0][0])
+    elif isinstance(want, float):
+        assert type(got) is float and abs(got - want) < 1e-6
+    else:
+        assert got == want and type(got) is type(want)
+
+
+VALUE_ERRORS = [
+    ("item_many", lambda m, x: x.item(), RuntimeError),
+    ("bool_many", lambda m, x: bool(x), RuntimeError),
+    ("index_float", lambda m, x: [1, 2][x[0, 0]], TypeError),
+    ("len_0d", lambda m, x: len(x.sum()), TypeError),
+    ("iter_0d", lambda m, x: iter(x.sum()), TypeError),
+]
+
+
+@pytest.mark.parametrize(
+    "fn,error", [c[1:] for c in VALUE_ERRORS], ids=[c[0] for c in VALUE_ERRORS]
+)
+def test_value_errors(fn, error):
+    check_raises(fn, X, error=error)
+
+
+def test_numpy():
+    x = spx.tensor(data(X))
+    a = x.numpy()
+    assert isinstance(a, np.ndarray) and a.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(x), a)
+    np.testing.assert_array_equal(np.array(x, dtype=np.float64), a.astype(np.float64))
+    for lib in (torch, spx):
+        w = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match=r"detach\(\)\.numpy\(\)"):
+            w.numpy()
+        with pytest.raises(RuntimeError, match="requires grad"):
+            np.asarray(w * 2)
+        assert w.detach().numpy().tolist() == [1.0, 1.0]
+        assert (w * 2).detach().numpy().tolist() == [2.0, 2.0]
+        with lib.no_grad():
+            assert (w * 2).numpy().tolist() == [2.0, 2.0]
+
+
+def test_jnp_conversion_of_a_tensor_that_requires_grad_raises():
+    import jax.numpy as jnp
+
+    w = spx.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="spx equivalent"):
+        jnp.asarray(w)
+    with pytest.raises(RuntimeError, match="spx equivalent"):
+        jnp.ones(2) + w
+    assert float(jnp.sum(w.detach())) == 2.0
+    assert float(jnp.sum(spx.ones(3))) == 3.0
+
+
+@pytest.mark.parametrize("fn", ["sin", "sum", "relu"])
+def test_jitted_jnp_function_on_a_tensor_that_requires_grad_raises(fn):
+    import jax.numpy as jnp
+
+    f = {"sin": jnp.sin, "sum": jnp.sum, "relu": jax.nn.relu}[fn]
+    with pytest.raises(RuntimeError, match="spx equivalent"):
+        f(spx.ones(2, requires_grad=True))
+
+
+def test_clone_is_independent_and_differentiable():
+    for lib in (torch, spx):
+        x = lib.zeros(3)
+        c = x.clone()
+        c.add_(1)
+        assert x.tolist() == [0.0, 0.0, 0.0] and c.tolist() == [1.0, 1.0, 1.0]
+        w = lib.ones(2, requires_grad=True)
+        c = w.clone()
+        assert c.requires_grad and not c.is_leaf
+        (c * 2).sum().backward()
+        assert w.grad.tolist() == [2.0, 2.0]
+
+
+def test_detach_of_a_leaf_shares_storage():
+    for lib in (torch, spx):
+        w = lib.ones(3, requires_grad=True)
+        d = w.detach()
+        assert not d.requires_grad and d.is_leaf
+        d[0] = 5.0  # in place through the detached alias: seen by w (same storage)
+        assert w.tolist() == [5.0, 1.0, 1.0]
+        with lib.no_grad():
+            w.mul_(2)
+        assert d.tolist() == [10.0, 2.0, 2.0]
+
+
+def test_detach_of_a_result_cuts_the_graph():
+    for lib in (torch, spx):
+        w = lib.ones(2, requires_grad=True)
+        y = w * 2
+        d = y.detach()
+        assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+        assert d.tolist() == [2.0, 2.0]
+        loss = (y * d).sum()  # d is a constant: dloss/dw = 2 * d
+        loss.backward()
+        assert w.grad.tolist() == [4.0, 4.0]
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            (d * 3).sum().backward()
+
+
+def test_detach_inplace():
+    for lib in (torch, spx):
+        w = lib.ones(2, requires_grad=True)
+        y = w * 2
+        loss = (y * 3).sum()
+        assert y.detach_() is y
+        assert not y.requires_grad and y.is_leaf and y.grad_fn is None
+        assert y.tolist() == [2.0, 2.0]
+        loss.backward()  # the graph recorded before detach_ is intact
+        assert w.grad.tolist() == [6.0, 6.0]
+
+
+def test_data_of_a_result_has_no_history():
+    w = spx.ones(2, requires_grad=True)
+    y = w * 2
+    assert not y.data.requires_grad
+
+
+def test_data_alias():
+    for lib in (torch, spx):
+        w = lib.ones(2, requires_grad=True)
+        assert not w.data.requires_grad
+        w.data.mul_(3)
+        assert w.tolist() == [3.0, 3.0] and w.requires_grad
+        w.data = lib.zeros(2)
+        assert w.tolist() == [0.0, 0.0] and w.requires_grad
+
+
+NEW = [
+    ("new_tensor", lambda m, x: x.new_tensor([1, 2])),
+    ("new_zeros", lambda m, x: x.new_zeros(2, 3)),
+    ("new_zeros_tuple", lambda m, x: x.new_zeros((4,))),
+    ("new_ones", lambda m, x: x.new_ones((2,), dtype=m.int32)),
+    ("new_full", lambda m, x: x.new_full((2, 2), 7)),
+    ("new_empty_shape", lambda m, x: x.new_empty(3).shape),
+    ("new_from_int", lambda m, x: x.int().new_zeros(2)),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in NEW], ids=[c[0] for c in NEW])
+def test_new_constructors(fn):
+    check(fn, X)
+
+
+def test_new_tensor_keeps_float_dtype_of_data():
+    # torch.new_tensor takes self's dtype for any data.
+    check(lambda m, x: x.half().new_tensor([1.5, 2.5]), X)
+    check(lambda m, x: x.new_tensor([True, False]), X)
+
+
+def test_repr():
+    assert repr(spx.tensor([1.0, 2.5])) == "tensor([1.0000, 2.5000])"
+    assert repr(spx.tensor([1.0, 2.0])) == repr(torch.tensor([1.0, 2.0]))
+    assert repr(spx.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(spx.ones(2, dtype=spx.float16)) == "tensor([1., 1.], dtype=spx.float16)"
+    assert "requires_grad=True" in repr(spx.ones(2, requires_grad=True))
+    assert "grad_fn" in repr(spx.ones(2, requires_grad=True) * 2)
+
+
+def test_repr_of_half_precision_values_past_float16s_range_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning when casting 1e8 to float16
+        text = repr(spx.tensor([1.5, -2.0, 7e4]).half())
+    assert text == "tensor([1.5000, -2.0000, inf], dtype=spx.float16)"
+
+
+def test_device():
+    x = spx.ones(2)
+    assert x.device == jax.devices("cpu")[0] and x.is_cpu
+    assert x.cpu() is x
+
+
+def test_conj_neg_bits():
+    for lib in (torch, spx):
+        x = lib.ones(2)
+        assert not x.is_conj() and not x.is_neg()
+        assert x.resolve_conj() is x and x.resolve_neg() is x

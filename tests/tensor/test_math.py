@@ -1,0 +1,420 @@
+"""Elementwise math, operators, comparisons and products of spx.Tensor against torch."""
+
+import numpy as np
+import pytest
+
+import spx
+from tests.tensor._parity import check, check_grad, check_raises, data
+
+torch = pytest.importorskip("torch")
+
+X = (2, 3)
+POS = data(X, 1, "pos")  # (0.5, 1.5): in the domain of log, sqrt, acosh (after +1), ...
+UNIT = (data(X, 2, "pos") - 1.0).astype(np.float32)  # (-0.5, 0.5): asin, atanh, erfinv
+INTS = data(X, 3, "int")
+BOOLS = data(X, 4, "bool")
+
+# (name, input): every unary method, by domain.
+ANY_REAL = """abs absolute neg negative positive exp exp2 expm1 sin cos tan atan arctan sinh cosh
+    tanh asinh arcsinh sigmoid relu floor ceil trunc fix frac sign sgn square erf erfc sinc deg2rad
+    rad2deg isnan isinf isfinite isposinf isneginf signbit conj angle i0 round logical_not"""
+POSITIVE = "log log2 log10 log1p sqrt rsqrt reciprocal lgamma digamma"
+IN_UNIT = "asin arcsin acos arccos atanh arctanh erfinv"
+UNARY = [
+    *[(n, X) for n in ANY_REAL.split()],
+    *[(n, POS) for n in POSITIVE.split()],
+    *[(n, UNIT) for n in IN_UNIT.split()],
+    *[(n, POS + 1) for n in ("acosh", "arccosh")],
+]
+INT_UNARY = [
+    "abs", "neg", "sign", "square", "floor", "ceil", "trunc", "round", "bitwise_not", "exp",
+    "sqrt", "sin", "sigmoid", "logical_not", "isnan", "isfinite", "positive",
+]  # fmt: skip
+BOOL_UNARY = ["logical_not", "bitwise_not", "isnan", "sign"]
+
+
+@pytest.mark.parametrize("name,x", UNARY, ids=[u[0] for u in UNARY])
+def test_unary(name, x):
+    check(lambda m, t: getattr(t, name)(), x, rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", INT_UNARY)
+def test_unary_int(name):
+    check(lambda m, t: getattr(t, name)(), INTS, rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", BOOL_UNARY)
+def test_unary_bool(name):
+    check(lambda m, t: getattr(t, name)(), BOOLS)
+
+
+NOT_DIFFERENTIABLE = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+                      "logical_not", "round", "floor", "ceil", "trunc", "fix", "sign", "sgn",
+                      "angle"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,x", [u for u in UNARY if u[0] not in NOT_DIFFERENTIABLE],
+    ids=[u[0] for u in UNARY if u[0] not in NOT_DIFFERENTIABLE],
+)  # fmt: skip
+def test_unary_grad(name, x):
+    check_grad(lambda m, t: getattr(t, name)(), x, rtol=1e-4, atol=1e-5)
+
+
+def test_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -2.5, 2.5], np.float32)
+    for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "sign",
+                 "abs", "round", "nan_to_num", "relu", "sigmoid"):  # fmt: skip
+        check(lambda m, t, name=name: getattr(t, name)(), x)
+
+
+BINARY = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+    "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "maximum", "minimum", "fmax",
+    "fmin", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "hypot", "copysign", "xlogy",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [n for n in BINARY if n != "float_power"])
+def test_binary_tensor(name):
+    y = POS if name in ("pow", "float_power", "xlogy") else (2, 1)
+    x = POS if name in ("pow", "float_power") else X
+    check(lambda m, a, b: getattr(a, name)(b), x, y, rtol=2e-5, atol=1e-5)
+
+
+# torch takes a Python number as ``other`` for these (the others need a tensor).
+SCALAR_BINARY = [n for n in BINARY if n not in {
+    "atan2", "arctan2", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
+    "logical_xor", "hypot", "float_power"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCALAR_BINARY)
+@pytest.mark.parametrize("scalar", [2, 0.5, -1.5])
+def test_binary_scalar(name, scalar):
+    x = POS if name == "pow" and not isinstance(scalar, int) else X
+    if name == "xlogy":
+        scalar = abs(scalar)
+    check(lambda m, a: getattr(a, name)(scalar), x, rtol=2e-5, atol=1e-5)
+
+
+DIFF_BINARY = ["add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "hypot",
+               "xlogy", "fmax", "fmin", "copysign", "remainder", "fmod"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", DIFF_BINARY)
+def test_binary_grad(name):
+    x = POS if name == "pow" else X
+    y = POS if name in ("pow", "xlogy") else (2, 1)
+    check_grad(lambda m, a, b: getattr(a, name)(b), x, y, rtol=1e-4, atol=1e-5)
+
+
+INT_BINARY = ["add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "maximum",
+              "minimum", "eq", "lt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+              "logical_and", "logical_xor"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", INT_BINARY)
+def test_binary_int(name):
+    other = np.where(INTS == 0, 3, INTS)[::-1].copy()
+    check(lambda m, a, b: getattr(a, name)(b), INTS, other)
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
+                                  "logical_or", "eq", "ne", "add", "mul"])  # fmt: skip
+def test_binary_bool(name):
+    check(lambda m, a, b: getattr(a, name)(b), BOOLS, BOOLS[::-1].copy())
+
+
+def test_shifts():
+    a = np.abs(INTS)
+    check(lambda m, x: x.bitwise_left_shift(2), a)
+    check(lambda m, x: x.bitwise_right_shift(1), a)
+    check(lambda m, x: (x << 2, x >> 1), a)
+
+
+@pytest.mark.parametrize("name", ["atan2", "maximum", "minimum", "fmax", "fmin", "hypot",
+                                  "logical_and", "logical_or", "logical_xor"])  # fmt: skip
+def test_binary_scalar_other_accepted(name):
+    # torch wants a tensor here; spx also takes a Python number, with the same result.
+    got = getattr(spx.tensor(data(X)), name)(0.5)
+    want = getattr(torch.tensor(data(X)), name)(torch.tensor(0.5))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [2, 0.5, -1])
+def test_add_sub_alpha(alpha):
+    check(lambda m, a, b: a.add(b, alpha=alpha), X, X)
+    check(lambda m, a, b: a.sub(b, alpha=alpha), X, X)
+    check(lambda m, a: a.add(3, alpha=alpha), X)
+    check_grad(lambda m, a, b: a.sub(b, alpha=alpha), X, (3,))
+
+
+def test_float_power_is_float32_without_x64():
+    # torch computes float_power in float64; spx (JAX without x64) in float32: same values.
+    got = spx.tensor(POS).float_power(spx.tensor(POS[::-1].copy()))
+    want = torch.tensor(POS).float_power(torch.tensor(POS[::-1].copy()))
+    assert got.dtype == spx.float32 and want.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        spx.tensor(POS).float_power(2.5).numpy(), torch.tensor(POS).float_power(2.5), rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("mode", [None, "floor", "trunc"])
+def test_div_rounding(mode):
+    check(lambda m, a, b: a.div(b, rounding_mode=mode), X, POS)
+    check(lambda m, a: a.div(-0.7, rounding_mode=mode), X)
+    other = np.where(INTS == 0, 3, INTS)[::-1].copy()
+    check(lambda m, a, b: a.div(b, rounding_mode=mode), INTS, other)
+    check(lambda m, a: a.div(3, rounding_mode=mode), INTS)
+
+
+def test_div_bad_mode():
+    check_raises(lambda m, a: a.div(2, rounding_mode="ceil"), X, error=RuntimeError)
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 2, -1])
+def test_round_decimals(decimals):
+    x = (data(X, 5) * 37).astype(np.float32)
+    check(lambda m, a: a.round(decimals=decimals), x, rtol=1e-5, atol=1e-4)
+
+
+def test_logit():
+    check(lambda m, a: a.logit(), POS / 2)
+    check(lambda m, a: a.logit(eps=0.3), POS / 2)
+    check_grad(lambda m, a: a.logit(), POS / 2, rtol=1e-4)
+
+
+CLAMPS = [
+    ("min_max", lambda m, a: a.clamp(-0.5, 0.5)),
+    ("min_only", lambda m, a: a.clamp(min=0.1)),
+    ("max_only", lambda m, a: a.clamp(max=0.1)),
+    ("int_bounds", lambda m, a: a.clamp(0, 1)),
+    ("tensor_bounds", lambda m, a: a.clamp(m.full((3,), -0.2), m.full((2, 1), 0.3))),
+    ("clip", lambda m, a: a.clip(-0.3, 0.2)),
+    ("clamp_min", lambda m, a: a.clamp_min(0.0)),
+    ("clamp_max", lambda m, a: a.clamp_max(0.0)),
+    ("min_gt_max", lambda m, a: a.clamp(0.5, -0.5)),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in CLAMPS], ids=[c[0] for c in CLAMPS])
+def test_clamp(fn):
+    check(fn, X)
+    check_grad(fn, X)
+
+
+def test_clamp_int():
+    check(lambda m, a: a.clamp(-2, 3), INTS)
+    check(lambda m, a: a.clamp(min=-2.5), INTS)  # torch promotes: float result
+
+
+def test_clamp_needs_a_bound():
+    check_raises(lambda m, a: a.clamp(), X, error=RuntimeError)
+
+
+def test_nan_to_num():
+    x = np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)
+    check(lambda m, a: a.nan_to_num(), x)
+    check(lambda m, a: a.nan_to_num(1.0, 2.0, -3.0), x)
+    check(lambda m, a: a.nan_to_num(nan=0.5, posinf=10.0), x)
+
+
+def test_lerp_addcmul_addcdiv():
+    check(lambda m, a, b: a.lerp(b, 0.3), X, X)
+    check(lambda m, a, b, w: a.lerp(b, w), X, X, (3,))
+    check(lambda m, a, b, c: a.addcmul(b, c, value=0.5), X, X, (3,))
+    check(lambda m, a, b, c: a.addcmul(b, c), X, X, X)
+    check(lambda m, a, b, c: a.addcdiv(b, c, value=-2), X, X, POS)
+    check_grad(lambda m, a, b, w: a.lerp(b, w), X, X, (3,))
+    check_grad(lambda m, a, b, c: a.addcmul(b, c, value=0.5), X, X, (3,))
+    check_grad(lambda m, a, b, c: a.addcdiv(b, c, value=0.5), X, X, POS)
+
+
+def test_matrix_products():
+    check(lambda m, a, b: a.mm(b), (2, 3), (3, 4))
+    check(lambda m, a, b: a.matmul(b), (2, 2, 3), (3, 4))
+    check(lambda m, a, b: a.matmul(b), (3,), (3,))
+    check(lambda m, a, b: a.matmul(b), (3,), (2, 3, 4))
+    check(lambda m, a, b: a @ b, (2, 3), (3,))
+    check(lambda m, a, b: a.bmm(b), (2, 2, 3), (2, 3, 4))
+    check(lambda m, a, b: a.mv(b), (2, 3), (3,))
+    check(lambda m, a, b: a.dot(b), (3,), (3,))
+    check(lambda m, a, b: a.vdot(b), (3,), (3,))
+    check(lambda m, a, b: a.inner(b), (2, 3), (4, 3))
+    check(lambda m, a, b: a.outer(b), (2,), (3,))
+    check(lambda m, a, b: a.ger(b), (2,), (3,))
+    check(lambda m, a, b: a.kron(b), (2, 2), (2, 3))
+    check(lambda m, x, a, b: x.addmm(a, b), (2, 4), (2, 3), (3, 4))
+    check(lambda m, x, a, b: x.addmm(a, b, beta=0.5, alpha=2), (4,), (2, 3), (3, 4))
+    check(lambda m, x, a, b: x.baddbmm(a, b, alpha=0.5), (2, 2, 4), (2, 2, 3), (2, 3, 4))
+    for fn, shapes in [
+        (lambda m, a, b: a.mm(b), [(2, 3), (3, 4)]),
+        (lambda m, a, b: a @ b, [(2, 2, 3), (3, 4)]),
+        (lambda m, a, b: a.bmm(b), [(2, 2, 3), (2, 3, 4)]),
+        (lambda m, a, b: a.mv(b), [(2, 3), (3,)]),
+        (lambda m, a, b: a.dot(b), [(3,), (3,)]),
+        (lambda m, a, b: a.outer(b), [(2,), (3,)]),
+        (lambda m, x, a, b: x.addmm(a, b, beta=0.5), [(2, 4), (2, 3), (3, 4)]),
+    ]:
+        check_grad(fn, *shapes, rtol=1e-4)
+
+
+MATMUL_ERRORS = [
+    ("mm_3d", lambda m, a, b: a.mm(b), (2, 2, 3), (3, 4)),
+    ("mm_mismatch", lambda m, a, b: a.mm(b), (2, 3), (4, 4)),
+    ("bmm_2d", lambda m, a, b: a.bmm(b), (2, 3), (3, 4)),
+    ("mv_2d_vec", lambda m, a, b: a.mv(b), (2, 3), (3, 1)),
+    ("dot_2d", lambda m, a, b: a.dot(b), (2, 3), (2, 3)),
+    ("matmul_mismatch", lambda m, a, b: a @ b, (2, 3), (2, 3)),
+]
+
+
+@pytest.mark.parametrize(
+    "fn,a,b", [c[1:] for c in MATMUL_ERRORS], ids=[c[0] for c in MATMUL_ERRORS]
+)
+def test_matrix_product_errors(fn, a, b):
+    check_raises(fn, a, b, error=RuntimeError)
+
+
+OPERATORS = [
+    ("add", lambda m, a, b: a + b),
+    ("radd", lambda m, a, b: 2 + a),
+    ("sub", lambda m, a, b: a - b),
+    ("rsub", lambda m, a, b: 1.5 - a),
+    ("mul", lambda m, a, b: a * b),
+    ("rmul", lambda m, a, b: 3 * a),
+    ("truediv", lambda m, a, b: a / b),
+    ("rtruediv", lambda m, a, b: 2 / b),
+    ("floordiv", lambda m, a, b: a // b),
+    ("rfloordiv", lambda m, a, b: 2 // b),
+    ("mod", lambda m, a, b: a % b),
+    ("rmod", lambda m, a, b: 2.5 % b),
+    ("pow", lambda m, a, b: b**a),
+    ("pow_scalar", lambda m, a, b: a**2),
+    ("rpow", lambda m, a, b: 2**a),
+    ("neg", lambda m, a, b: -a),
+    ("pos", lambda m, a, b: +a),
+    ("abs", lambda m, a, b: abs(a)),
+    ("lt", lambda m, a, b: a < b),
+    ("le", lambda m, a, b: a <= 0.1),
+    ("gt", lambda m, a, b: a > b),
+    ("ge", lambda m, a, b: 0.5 >= a),  # noqa: SIM300 - the reflected form
+    ("eq", lambda m, a, b: a == b),
+    ("eq_scalar", lambda m, a, b: a == 1.0),
+    ("ne", lambda m, a, b: a != b),
+    ("matmul", lambda m, a, b: a @ b.t()),
+    ("invert", lambda m, a, b: ~(a > 0)),
+    ("and", lambda m, a, b: (a > 0) & (b > 1)),
+    ("or", lambda m, a, b: (a > 0) | (b > 1)),
+    ("xor", lambda m, a, b: (a > 0) ^ (b > 1)),
+    ("numpy_left", lambda m, a, b: np.float32(2.0) * a),
+]
+
+
+@pytest.mark.parametrize("fn", [o[1] for o in OPERATORS], ids=[o[0] for o in OPERATORS])
+def test_operators(fn):
+    check(fn, X, POS, rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "fn", [o[1] for o in OPERATORS if o[0] not in {
+        "lt", "le", "gt", "ge", "eq", "eq_scalar", "ne", "invert", "and", "or", "xor",
+        "floordiv", "rfloordiv", "numpy_left", "rmod"}],
+    ids=[o[0] for o in OPERATORS if o[0] not in {
+        "lt", "le", "gt", "ge", "eq", "eq_scalar", "ne", "invert", "and", "or", "xor",
+        "floordiv", "rfloordiv", "numpy_left", "rmod"}],
+)  # fmt: skip
+def test_operator_grads(fn):
+    check_grad(fn, X, POS, rtol=1e-4)
+
+
+PROMOTION = [
+    ("int_plus_float_scalar", lambda m, i, f: i + 2.5),
+    ("int_times_int_scalar", lambda m, i, f: i * 2),
+    ("int_div_int", lambda m, i, f: i / 2),
+    ("int_plus_float_tensor", lambda m, i, f: i + f),
+    ("bool_plus_int", lambda m, i, f: (f > 0) + 1),
+    ("bool_times_float", lambda m, i, f: (f > 0) * 1.5),
+    ("bool_sum_bool", lambda m, i, f: (f > 0) + (f < 0)),
+    ("half_times_scalar", lambda m, i, f: f.half() * 2.5),
+    ("half_plus_float", lambda m, i, f: f.half() + f),
+    ("bf16_times_int", lambda m, i, f: f.bfloat16() * 3),
+    ("int_pow_scalar", lambda m, i, f: i**2),
+    ("int_pow_float", lambda m, i, f: i.abs() ** 0.5),
+    ("int_floordiv", lambda m, i, f: i // 2),
+    ("int_mod", lambda m, i, f: i % 3),
+    ("float_scalar_tensor_0d", lambda m, i, f: f * m.tensor(2.0)),
+    ("int_tensor_times_0d_float", lambda m, i, f: i * m.tensor(2.5)),
+    ("compare_int_float", lambda m, i, f: i < f),
+    ("where_int_float", lambda m, i, f: m.where(f > 0, i, f)),
+    # torch: a 0-d tensor counts only by category next to a dimensioned one
+    ("half_times_0d_float", lambda m, i, f: f.half() * m.tensor(2.0)),
+    ("0d_float_plus_half", lambda m, i, f: m.tensor(2.0) + f.half()),
+    ("bf16_div_0d", lambda m, i, f: f.bfloat16() / m.tensor(3.0)),
+    ("half_pow_0d", lambda m, i, f: f.half().abs() ** m.tensor(2.0)),
+    ("int8_plus_0d_int", lambda m, i, f: i.to(m.int8) + m.tensor(5)),
+    ("half_max_0d", lambda m, i, f: m.maximum(f.half(), m.tensor(0.0))),
+    ("half_clamp_0d", lambda m, i, f: f.half().clamp(m.tensor(-0.5), m.tensor(0.5))),
+    ("half_where_0d", lambda m, i, f: m.where(f > 0, f.half(), m.tensor(0.0))),
+    ("half_lerp_0d", lambda m, i, f: f.half().lerp(m.zeros_like(f).half(), m.tensor(0.5))),
+    ("half_sub_alpha_0d", lambda m, i, f: f.half().sub(m.tensor(1.0), alpha=2)),
+    ("int_times_0d_float", lambda m, i, f: i * m.tensor(2.5)),  # a higher category: float32
+    ("0d_times_0d", lambda m, i, f: f.half()[0, 0] * m.tensor(2.0)),
+]
+
+
+@pytest.mark.parametrize("fn", [p[1] for p in PROMOTION], ids=[p[0] for p in PROMOTION])
+def test_type_promotion(fn):
+    check(fn, INTS, X, rtol=1e-2, atol=1e-2)
+
+
+def test_where_masked_fill():
+    check(lambda m, a, b: a.where(a > 0, b), X, X)
+    check(lambda m, a: a.where(a > 0, 0.0), X)
+    check(lambda m, a: a.masked_fill(a > 0, -1.0), X)
+    check(lambda m, a: a.masked_fill(m.tensor([True, False, True]), 2), X)
+    check(lambda m, a: a.masked_fill(a > 0, m.tensor(3.0)), X)
+    check(lambda m, a: a.masked_fill(a > 0, 2.7), INTS)
+    check_grad(lambda m, a, b: a.where(a > 0, b), X, X)
+    check_grad(lambda m, a: a.masked_fill(a > 0, 0.0), X)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax(dim):
+    check(lambda m, a: a.softmax(dim), (3, 4))
+    check(lambda m, a: a.log_softmax(dim), (3, 4))
+    check(lambda m, a: a.half().softmax(dim, dtype=m.float32), (3, 4), rtol=1e-3, atol=1e-3)
+    check(lambda m, a: a.log_softmax(dim=dim), (3, 4))
+    check_grad(lambda m, a: a.softmax(dim), (3, 4))
+    check_grad(lambda m, a: a.log_softmax(dim), (3, 4))
+
+
+def test_softmax_half():
+    check(lambda m, a: a.half().softmax(-1), (3, 4), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "fn", [lambda m, a, b: a + b, lambda m, a, b: a * b, lambda m, a, b: m.maximum(a, b),
+           lambda m, a, b: a < b, lambda m, a, b: a.sub(b, alpha=2), lambda m, a, b: a ** b],
+)  # fmt: skip
+def test_binary_broadcast_error(fn):
+    check_raises(fn, (2, 3), (4,), error=RuntimeError)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of "
+                       r"tensor b \(4\) at non-singleton dimension 1"):  # fmt: skip
+        fn(spx, spx.ones(2, 3), spx.ones(4))
+
+
+def test_operator_with_unsupported_type():
+    with pytest.raises(TypeError):
+        spx.ones(2) + "a"
+    with pytest.raises(TypeError):
+        spx.ones(2) * object()
+
+
+def test_scalar_stays_weak():
+    x = spx.ones(3, dtype=spx.float16)
+    assert (x * 1e3).dtype == spx.float16
+    assert (x + 2).dtype == spx.float16
+    assert (2.0 - x).dtype == spx.float16

@@ -1,0 +1,171 @@
+"""Views of spx.Tensor against torch: writes through a view reach the base (and other views),
+base changes reach views, strides/contiguity, and where torch copies instead of viewing."""
+
+import numpy as np
+import pytest
+
+import spx
+
+torch = pytest.importorskip("torch")
+
+VIEWS = [
+    ("view", lambda m, x: x.view(6, 4)),
+    ("view_minus1", lambda m, x: x.view(-1)),
+    ("reshape", lambda m, x: x.reshape(4, 6)),
+    ("flatten", lambda m, x: x.flatten(1)),
+    ("unflatten", lambda m, x: x.unflatten(2, (2, 2))),
+    ("transpose", lambda m, x: x.transpose(0, 2)),
+    ("t_of_row", lambda m, x: x[0].t()),
+    ("mT", lambda m, x: x.mT),
+    ("permute", lambda m, x: x.permute(1, 2, 0)),
+    ("movedim", lambda m, x: x.movedim(0, -1)),
+    ("unsqueeze", lambda m, x: x.unsqueeze(1)),
+    ("squeeze", lambda m, x: x[:, :1].squeeze(1)),
+    ("expand", lambda m, x: x[:, :, :1].expand(2, 3, 4)),
+    ("int", lambda m, x: x[1]),
+    ("ints", lambda m, x: x[1, 2]),
+    ("slice", lambda m, x: x[:, 1:]),
+    ("slice_step", lambda m, x: x[..., ::2]),
+    ("none", lambda m, x: x[:, None, 1:, 2]),
+    ("narrow", lambda m, x: x.narrow(2, 1, 2)),
+    ("select", lambda m, x: x.select(1, 0)),
+    ("split_piece", lambda m, x: x.split(2, dim=2)[1]),
+    ("chunk_piece", lambda m, x: x.chunk(3, dim=1)[2]),
+    ("tensor_split_piece", lambda m, x: x.tensor_split(2, dim=1)[0]),
+    ("unbind_piece", lambda m, x: x.unbind(1)[1]),
+    ("diagonal", lambda m, x: x.diagonal(0, 1, 2)),
+    ("diagonal_offset", lambda m, x: x.diagonal(1, 1, 2)),
+    ("unfold", lambda m, x: x.unfold(2, 2, 2)),
+    ("view_of_view", lambda m, x: x.transpose(0, 1)[1:].unsqueeze(0)[0, :, 1]),
+    ("view_dtype", lambda m, x: x.view(m.int32)),
+    ("detach", lambda m, x: x.detach()),
+    ("data", lambda m, x: x.data),
+    ("contiguous_of_contiguous", lambda m, x: x[1].contiguous()),
+    ("reshape_viewable_of_slice", lambda m, x: x[:, 1:].reshape(2, -1, 2)),
+    ("T_2d", lambda m, x: x[0].T),
+    ("as_view_flat_slice", lambda m, x: x.view(-1)[5:17:3]),
+]
+
+
+def _base(lib):
+    return lib.arange(24, dtype=lib.float32).reshape(2, 3, 4) * 1  # a non-view base
+
+
+@pytest.mark.parametrize("fn", [v[1] for v in VIEWS], ids=[v[0] for v in VIEWS])
+def test_strides_and_contiguity(fn):
+    got, want = fn(spx, _base(spx)), fn(torch, _base(torch))
+    assert tuple(got.shape) == tuple(want.shape)
+    assert got.is_contiguous() == want.is_contiguous()
+    sizes = want.shape
+    # strides of size-1 dimensions carry no information (torch sets them arbitrarily)
+    assert [s for s, n in zip(got.stride(), sizes, strict=True) if n != 1] == [
+        s for s, n in zip(want.stride(), sizes, strict=True) if n != 1
+    ]
+
+
+WRITABLE = [v for v in VIEWS if v[0] not in ("expand", "view_dtype")]
+
+
+@pytest.mark.parametrize("fn", [v[1] for v in WRITABLE], ids=[v[0] for v in WRITABLE])
+def test_write_through_view_reaches_base(fn):
+    results = []
+    for lib in (spx, torch):
+        base = _base(lib)
+        v = fn(lib, base)
+        v.mul_(-1)  # in place on the view
+        v[(0,) * v.ndim] = 100.0  # item assignment on the view
+        results.append(np.asarray(base.numpy() if lib is spx else base.detach().numpy()))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("fn", [v[1] for v in VIEWS], ids=[v[0] for v in VIEWS])
+def test_base_changes_reach_view(fn):
+    results = []
+    for lib in (spx, torch):
+        base = _base(lib)
+        v = fn(lib, base)
+        base.add_(1000)
+        base[0, 0, 0] = -7.0
+        results.append(np.asarray(v.numpy() if lib is spx else v.detach().numpy()))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_two_views_of_one_base_see_each_other():
+    for lib in (spx, torch):
+        base = lib.zeros(3, 4)
+        row, col = base[1], base[:, 2]
+        row.fill_(1.0)
+        assert col.tolist() == [0.0, 1.0, 0.0]
+        col.add_(5.0)
+        assert row.tolist() == [1.0, 1.0, 6.0, 1.0]
+        assert base.t()[2].tolist() == [5.0, 6.0, 5.0]
+
+
+def test_views_through_alias_chain():
+    for lib in (spx, torch):
+        x = lib.zeros(2, 3)
+        d = x.detach()
+        d.t()[1].fill_(4.0)
+        assert x[:, 1].tolist() == [4.0, 4.0]
+
+
+def test_reshape_of_non_viewable_is_a_copy():
+    for lib in (spx, torch):
+        x = lib.zeros(2, 3)
+        r = x.t().reshape(-1)  # no strides express this: a copy
+        r[0] = 9.0
+        assert x.sum().item() == 0.0
+        f = x.t().flatten()
+        f.add_(1)
+        assert x.sum().item() == 0.0
+        v = x.reshape(-1)  # viewable: a view
+        v[0] = 9.0
+        assert x[0, 0].item() == 9.0
+
+
+def test_view_of_non_viewable_raises_like_torch():
+    for lib in (spx, torch):
+        x = lib.zeros(2, 3)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            x.t().view(-1)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            x[:, 1:].view(4)
+        assert x.t().contiguous().view(-1).shape == (6,)
+        assert x[:, :1].view(2).shape == (2,)  # viewable although not contiguous
+
+
+def test_contiguous_copies_only_when_needed():
+    for lib in (spx, torch):
+        x = lib.zeros(2, 3)
+        assert x.contiguous() is x
+        c = x.t().contiguous()
+        c[0, 0] = 1.0
+        assert x.sum().item() == 0.0
+        row = x[1]
+        assert row.contiguous() is row
+
+
+def test_split_pieces_write_through():
+    for lib in (spx, torch):
+        x = lib.arange(6.0)
+        _, b, c = x.split(2)
+        b.zero_()
+        c[1] = -1.0
+        assert x.tolist() == [0.0, 1.0, 0.0, 0.0, 4.0, -1.0]
+
+
+def test_view_chain_after_base_rebinding():
+    for lib in (spx, torch):
+        x = lib.zeros(4)
+        v = x[1:3]
+        x.copy_(lib.arange(4.0))
+        x += 1
+        assert v.tolist() == [2.0, 3.0]
+        v *= 10
+        assert x.tolist() == [1.0, 20.0, 30.0, 4.0]
+
+
+def test_stride_and_dim():
+    x = spx.zeros(2, 3, 4)
+    assert x.stride() == (12, 4, 1) and x.stride(1) == 4 and x.stride(-1) == 1
+    assert x.transpose(0, 2).stride(0) == 1

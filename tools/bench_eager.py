@@ -1,0 +1,114 @@
+"""Benchmark: the eager torch-style training step (no compile) of examples/nanogpt.py, spx vs torch.
+
+Both run the same source: ``examples/nanogpt.py`` as written (``import spx``), and the same
+text with ``spx`` renamed ``torch`` — the port-by-renaming promise, measured. One step is
+``zero_grad``; two micro-batches of forward + ``loss.backward()`` (gradient accumulation);
+``clip_grad_norm_``; AdamW ``step``; ``loss.item()``, exactly the example's loop body, on the
+same batches and the same initial weights. torch runs eagerly with one intra-op thread (its
+default pool oversubscribes this 2-core machine); spx records the step and runs it as cached
+compiled programs. Target (issue 10): spx <= 1.0x torch.
+
+Usage: ``python tools/bench_eager.py [--steps 100] [--batch-size 8]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "examples", "nanogpt.py")
+
+
+def load_example(framework: str) -> object:
+    """The nanoGPT example as a module, with ``spx`` renamed ``framework``."""
+    with open(EXAMPLE) as f:
+        source = f.read()
+    if framework != "spx":
+        source = re.sub(r"\bspx\b", framework, source)
+    path = os.path.join(tempfile.mkdtemp(), f"nanogpt_{framework}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(f"nanogpt_{framework}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_step(framework: str, batch_size: int, init: dict[str, np.ndarray]) -> Callable[[], float]:
+    mod = load_example(framework)
+    lib = importlib.import_module(framework)
+    if framework == "torch":
+        lib.set_num_threads(1)
+    config = mod.GPTConfig()
+    model = mod.GPT(config)
+    model.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in init.items()})
+    opt = model.configure_optimizers(0.1, 1e-3, (0.9, 0.95))
+    data = mod.make_corpus(20000, config.vocab_size, seed=0)
+    rng = np.random.default_rng(1)
+
+    def batch():
+        ix = rng.integers(0, len(data) - config.block_size, size=batch_size)
+        x = lib.stack([lib.from_numpy(data[i : i + config.block_size]) for i in ix]).long()
+        y = lib.stack([lib.from_numpy(data[i + 1 : i + 1 + config.block_size]) for i in ix])
+        return x, y.long()
+
+    def step() -> float:
+        for _ in range(2):
+            x, y = batch()
+            _, loss = model(x, y)
+            (loss / 2).backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step
+
+
+def median_ms(step: Callable[[], float], steps: int, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=8)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(EXAMPLE))
+    torch_mod = load_example("torch")
+    import torch
+
+    torch.manual_seed(0)
+    init = {
+        k: v.detach().numpy().copy()
+        for k, v in torch_mod.GPT(torch_mod.GPTConfig()).state_dict().items()
+    }
+    print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.steps} steps, batch "
+          f"{args.batch_size} x 2 micro-batches")  # fmt: skip
+    results = {}
+    for framework in ("torch", "spx"):
+        results[framework] = median_ms(make_step(framework, args.batch_size, init), args.steps)
+    for framework, ms in results.items():
+        print(f"{framework:<6} {ms:8.3f} ms/step  {ms / results['torch']:5.2f}x torch")
+
+
+if __name__ == "__main__":
+    main()
