@@ -7,6 +7,7 @@ per-rank script runs on both; every collective returns its result on the calling
 :mod:`spx.distributed.backend` is the interface a backend implements.
 """
 
+from spx.distributed import device_mesh as device_mesh
 from spx.distributed import functional as functional
 from spx.distributed.backend import Backend as Backend
 from spx.distributed.backend import DistBackendError as DistBackendError
@@ -31,6 +32,8 @@ from spx.distributed.collectives import reduce_scatter as reduce_scatter
 from spx.distributed.collectives import reduce_scatter_tensor as reduce_scatter_tensor
 from spx.distributed.collectives import scatter as scatter
 from spx.distributed.collectives import send as send
+from spx.distributed.device_mesh import DeviceMesh as DeviceMesh
+from spx.distributed.device_mesh import init_device_mesh as init_device_mesh
 from spx.distributed.process_group import GroupMember as GroupMember
 from spx.distributed.process_group import ProcessGroup as ProcessGroup
 from spx.distributed.process_group import destroy_process_group as destroy_process_group
