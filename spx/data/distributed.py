@@ -36,7 +36,8 @@ def _default_group_value(what: str) -> int:
     # spx's rule: with a device mesh that has a "dp" dimension, the data-parallel ranks share
     # the dataset (pipeline stages of one replica read the same samples); else, as torch,
     # the default group.
-    dp = dist.device_mesh.data_parallel_mesh()
+    mesh_module = getattr(dist, "device_mesh", None)  # (absent from test doubles of dist)
+    dp = None if mesh_module is None else mesh_module.data_parallel_mesh()
     if dp is not None:
         return dp.size() if what == "num_replicas" else dp.get_local_rank()
     return dist.get_world_size() if what == "num_replicas" else dist.get_rank()
