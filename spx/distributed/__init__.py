@@ -3,8 +3,10 @@
 Ranks run as processes launched by ``spx-run``/``torchrun`` (one JAX device each, on JAX's
 multi-controller runtime: :mod:`spx.distributed.multiprocess`) or as threads of one process
 (:func:`spawn`, one local device each: :mod:`spx.distributed._thread_backend`). The same
-per-rank script runs on both; every collective returns its result on the calling rank's device.
-:mod:`spx.distributed.backend` is the interface a backend implements.
+per-rank script runs on both. As in torch, collectives write their results into their tensor
+arguments in place (:mod:`spx.distributed.collectives`); :mod:`spx.distributed.functional` has
+forms that return the result instead. :mod:`spx.distributed.device_mesh` builds n-D meshes of
+process groups. :mod:`spx.distributed.backend` is the interface a backend implements.
 """
 
 from spx.distributed import device_mesh as device_mesh

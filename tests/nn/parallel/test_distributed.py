@@ -114,9 +114,41 @@ def _accumulate(rank, out):
     out[rank] = [np.asarray(p.grad) for p in ddp.module.parameters()]
 
 
-@pytest.mark.parametrize(("backend", "world"), [("thread", 2), ("process", 2)])
-def test_no_sync_accumulation_equals_one_large_batch(backend, world):
-    out = run_ranks(_accumulate, world, backend=backend)
+def _accumulate_compiled(rank, out):
+    """no_sync() around a compiled backward is read when the program runs, not when traced."""
+    dist.init_process_group()
+    world = dist.get_world_size()
+    x, y = data(world, steps=2)
+    ddp = DDP(make_model(rank))
+
+    @spx.compile
+    def backward(ddp, xb, yb):
+        loss = mse(ddp(xb), yb)
+        loss.backward()
+        return loss
+
+    with ddp.no_sync():
+        backward(ddp, shard(x[0], rank), shard(y[0], rank))  # traced here, under no_sync
+    assert ddp._reducer.collectives == 0
+    backward(ddp, shard(x[1], rank), shard(y[1], rank))  # the same program, now averaging
+    assert ddp._reducer.collectives == len(ddp.bucket_indices)
+
+    @spx.compile
+    def wrong(ddp, xb, yb):
+        with ddp.no_sync():
+            mse(ddp(xb), yb).backward()
+
+    with pytest.raises(RuntimeError, match=r"no_sync\(\) was entered inside a compiled"):
+        wrong(ddp, shard(x[0], rank), shard(y[0], rank))
+    out[rank] = [np.asarray(p.grad) for p in ddp.module.parameters()]
+
+
+@pytest.mark.parametrize(
+    ("backend", "world", "fn"),
+    [("thread", 2, _accumulate), ("process", 2, _accumulate), ("thread", 2, _accumulate_compiled)],
+)
+def test_no_sync_accumulation_equals_one_large_batch(backend, world, fn):
+    out = run_ranks(fn, world, backend=backend)
     # Reference: the sum over both micro-steps of the global-batch mean gradients.
     x, y = data(world, steps=2)
     model = make_model(0)
