@@ -211,11 +211,29 @@ class DistributedDataParallel(Module):
         if graph.STATE.binding:
             raise RuntimeError(_NO_SYNC_IN_COMPILE)
         old = self.require_backward_grad_sync
+        self._settle()
         self.require_backward_grad_sync = False
         try:
             yield
         finally:
+            self._settle()
             self.require_backward_grad_sync = old
+
+    def _settle(self) -> None:
+        """Wait for compiled steps already dispatched to finish.
+
+        Inside a compiled step the averaging runs in a host callback that reads
+        ``require_backward_grad_sync`` when the program *executes*, which with JAX's
+        asynchronous dispatch may be after the call returned. Waiting on the parameters and
+        gradients (outputs of such a step, computed from the callbacks' results) when the flag
+        changes makes every step see the flag of the moment it was called.
+        """
+        arrays = []
+        for p in self._reducer.params:
+            arrays.append(p._data)
+            if p._grad is not None:
+                arrays.append(p._grad._data)
+        jax.block_until_ready(arrays)
 
     @property
     def bucket_indices(self) -> list[list[int]]:

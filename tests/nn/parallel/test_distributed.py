@@ -131,6 +131,7 @@ def _accumulate_compiled(rank, out):
         backward(ddp, shard(x[0], rank), shard(y[0], rank))  # traced here, under no_sync
     assert ddp._reducer.collectives == 0
     backward(ddp, shard(x[1], rank), shard(y[1], rank))  # the same program, now averaging
+    grads = [np.asarray(p.grad) for p in ddp.module.parameters()]  # waits for the program
     assert ddp._reducer.collectives == len(ddp.bucket_indices)
 
     @spx.compile
@@ -140,7 +141,7 @@ def _accumulate_compiled(rank, out):
 
     with pytest.raises(RuntimeError, match=r"no_sync\(\) was entered inside a compiled"):
         wrong(ddp, shard(x[0], rank), shard(y[0], rank))
-    out[rank] = [np.asarray(p.grad) for p in ddp.module.parameters()]
+    out[rank] = grads
 
 
 @pytest.mark.parametrize(
