@@ -233,7 +233,7 @@ class DistributedDataParallel(Module):
             arrays.append(p._data)
             if p._grad is not None:
                 arrays.append(p._grad._data)
-        jax.block_until_ready(arrays)
+        jax.block_until_ready([a for a in arrays if not isinstance(a, jax.core.Tracer)])
 
     @property
     def bucket_indices(self) -> list[list[int]]:
@@ -246,6 +246,7 @@ class DistributedDataParallel(Module):
         if not tensors or self.process_group.size() == 1:
             return
         arrays = [t._data for t in tensors]
+        self._before_collectives(arrays)
         buckets = _reducer.assign_buckets(
             [(a.size * a.dtype.itemsize, a.dtype) for a in arrays], [250 * _reducer.MB]
         )
@@ -270,6 +271,7 @@ class DistributedDataParallel(Module):
         reducer = self._reducer
         params = reducer.params
         grads = [None if p._grad is None else p._grad._data for p in params]
+        self._before_collectives([g for g in grads if g is not None])
         missing = [i for i, g in enumerate(grads) if g is None]
         used = None
         if missing:
@@ -298,6 +300,16 @@ class DistributedDataParallel(Module):
                 p._grad._data = g
             elif used is not None and used[i]:
                 p.grad = Tensor._of(g)
+
+    def _before_collectives(self, arrays: list[Any]) -> None:
+        from spx.distributed import functional
+
+        if any(isinstance(a, jax.core.Tracer) for a in arrays):
+            # A compiled step: its collectives run when it executes. Eager collectives on the
+            # group wait for it first (see spx.distributed.functional.settle).
+            functional.register_settle(self.process_group, self._settle)
+        else:
+            functional.settle(self.process_group)
 
     def _globally_used(self, grads: list[Any], missing: list[int]) -> np.ndarray:
         # torch's local_used_map: a parameter no rank used keeps grad None.

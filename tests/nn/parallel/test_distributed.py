@@ -85,7 +85,10 @@ def _train(rank, out, mode):
             spx.backward(lambda m, xb=xb, yb=yb: mse(m(xb), yb), ddp)
             opt.step()
         else:
-            step(ddp, opt, shard(x[s], rank), shard(y[s], rank))
+            loss = step(ddp, opt, shard(x[s], rank), shard(y[s], rank))
+            # An eager collective right after the (asynchronously dispatched) compiled step:
+            # it must queue behind the step's all-reduces on every rank, not between them.
+            dist.all_reduce(loss, op=dist.ReduceOp.AVG)
     out[rank] = [np.asarray(p.detach()) for p in model.parameters()]
 
 
