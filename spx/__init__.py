@@ -10,6 +10,7 @@ torch namesakes. :func:`spx.compile` fuses a whole training step into one XLA pr
 
 from spx import autograd as autograd
 from spx import data as data
+from spx import multiprocessing as multiprocessing
 from spx import nn as nn
 from spx import optim as optim
 from spx import random as random

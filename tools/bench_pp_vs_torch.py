@@ -98,7 +98,7 @@ def worker_spx(a: argparse.Namespace) -> dict:
             self.down = nn.Linear(4 * a.width, a.width)
 
         def forward(self, h):
-            return h + self.down(jnp.tanh(self.up(h)))
+            return h + self.down(self.up(h).tanh())
 
     class Stage(nn.Module):
         def __init__(self) -> None:
@@ -129,7 +129,7 @@ def worker_spx(a: argparse.Namespace) -> dict:
         opt.zero_grad()
         schedule.step(*((x,) if rank == 0 else ()), **({"target": y} if rank == n - 1 else {}))
         opt.step()
-        jax.block_until_ready([p.data for p in model.parameters()])
+        jax.block_until_ready(list(model.parameters()))  # Tensors are pytrees of arrays
 
     return _timed(step, dist.barrier, a, t_init, dist.destroy_process_group)
 

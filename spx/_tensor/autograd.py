@@ -9,6 +9,7 @@ for tracing and compiling once.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,8 +131,10 @@ def backward(
         accumulate=accumulate,
         retain_graph=bool(retain_graph),
     )
-    for g, diff in zip(grads, diffs, strict=True):
-        _set_grad(diff.leaf if targets is None else targets[diff], g)
+    leaves = [diff.leaf if targets is None else targets[diff] for diff in diffs]
+    for g, leaf in zip(grads, leaves, strict=True):
+        _set_grad(leaf, g)
+    run_post_backward(leaves)
 
 
 def grad(
@@ -186,6 +189,38 @@ def grad(
         else:
             raise RuntimeError(_UNUSED)
     return tuple(result)
+
+
+# -- post-backward callbacks -------------------------------------------------------------------
+# torch's DistributedDataParallel queues a callback on the autograd engine
+# (``Variable._execution_engine.queue_callback``) to reduce gradients once backward is done.
+# spx's analogue: callbacks registered once, held weakly (a bound method dies with its owner),
+# called at the end of every ``backward()`` (and ``spx.backward``) on any thread with the
+# tensors whose ``.grad`` it wrote. A callback filters the leaves it cares about itself.
+_POST_BACKWARD: list[Any] = []
+
+
+def register_post_backward_callback(fn: Any) -> Any:
+    """Call ``fn(leaves)`` after every backward; returns a handle with ``remove()``."""
+    ref = weakref.WeakMethod(fn) if hasattr(fn, "__self__") else weakref.ref(fn)
+    _POST_BACKWARD.append(ref)
+
+    class _Handle:
+        def remove(self) -> None:
+            if ref in _POST_BACKWARD:
+                _POST_BACKWARD.remove(ref)
+
+    return _Handle()
+
+
+def run_post_backward(leaves: list) -> None:
+    """Call the registered callbacks (dropping dead ones) with the leaves given gradients."""
+    for ref in list(_POST_BACKWARD):
+        fn = ref()
+        if fn is None:
+            _POST_BACKWARD.remove(ref)
+        else:
+            fn(leaves)
 
 
 def _no_create_graph(create_graph: bool) -> None:

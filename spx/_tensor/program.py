@@ -299,12 +299,18 @@ def run(
     )
     try:
         values, grads = _program(key)(walk.inputs, list(cotangents or ()))
-    except jax.errors.UnexpectedTracerError:
+    except (jax.errors.UnexpectedTracerError, ValueError) as e:
         if not with_pending or len(targets) == len(wanted):
             raise
-        # A pending value recorded inside a JAX trace that has ended (an exception raised
-        # under jax.jit left it behind, kept alive by the traceback): it can never be
-        # computed, and only its own reader should see the error, not every later step.
+        if not isinstance(
+            e, jax.errors.UnexpectedTracerError
+        ) and "incompatible devices" not in str(e):
+            raise
+        # Other pending values could not join this program: one recorded inside a JAX trace
+        # that has ended (an exception raised under jax.jit left it behind, kept alive by the
+        # traceback) can never be computed, and values on another device cannot share one
+        # program. Compute what is needed now; the others are computed when they are read
+        # (and only their own reader sees an error).
         return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False)
     it = iter(values)
     for node in targets:

@@ -33,6 +33,13 @@ def _default_group_value(what: str) -> int:
         raise RuntimeError(help_text) from e
     if not dist.is_initialized():
         raise RuntimeError(help_text)
+    # spx's rule: with a device mesh that has a "dp" dimension, the data-parallel ranks share
+    # the dataset (pipeline stages of one replica read the same samples); else, as torch,
+    # the default group.
+    mesh_module = getattr(dist, "device_mesh", None)  # (absent from test doubles of dist)
+    dp = None if mesh_module is None else mesh_module.data_parallel_mesh()
+    if dp is not None:
+        return dp.size() if what == "num_replicas" else dp.get_local_rank()
     return dist.get_world_size() if what == "num_replicas" else dist.get_rank()
 
 
@@ -45,8 +52,11 @@ class DistributedSampler(Sampler[int]):
 
     Args:
         dataset: a map-style dataset (anything with ``__len__``).
-        num_replicas: number of ranks; default the process group's world size.
-        rank: this rank, ``0 <= rank < num_replicas``; default the process group's rank.
+        num_replicas: number of ranks; default the process group's world size, or the size of
+            the data-parallel dimension when this rank created a device mesh with a ``"dp"``
+            dimension (``spx.distributed.init_device_mesh(..., mesh_dim_names=(..., "dp"))``).
+        rank: this rank, ``0 <= rank < num_replicas``; default the process group's rank, or
+            this rank's index along ``"dp"`` in that case.
         shuffle: permute indices each epoch, seeded by ``seed + epoch``.
         seed: shuffle seed, identical on all ranks.
         drop_last: cut the tail to make the dataset divisible by ``num_replicas`` instead of

@@ -3,10 +3,13 @@
 Ranks run as processes launched by ``spx-run``/``torchrun`` (one JAX device each, on JAX's
 multi-controller runtime: :mod:`spx.distributed.multiprocess`) or as threads of one process
 (:func:`spawn`, one local device each: :mod:`spx.distributed._thread_backend`). The same
-per-rank script runs on both; every collective returns its result on the calling rank's device.
-:mod:`spx.distributed.backend` is the interface a backend implements.
+per-rank script runs on both. As in torch, collectives write their results into their tensor
+arguments in place (:mod:`spx.distributed.collectives`); :mod:`spx.distributed.functional` has
+forms that return the result instead. :mod:`spx.distributed.device_mesh` builds n-D meshes of
+process groups. :mod:`spx.distributed.backend` is the interface a backend implements.
 """
 
+from spx.distributed import device_mesh as device_mesh
 from spx.distributed import functional as functional
 from spx.distributed.backend import Backend as Backend
 from spx.distributed.backend import DistBackendError as DistBackendError
@@ -31,6 +34,8 @@ from spx.distributed.collectives import reduce_scatter as reduce_scatter
 from spx.distributed.collectives import reduce_scatter_tensor as reduce_scatter_tensor
 from spx.distributed.collectives import scatter as scatter
 from spx.distributed.collectives import send as send
+from spx.distributed.device_mesh import DeviceMesh as DeviceMesh
+from spx.distributed.device_mesh import init_device_mesh as init_device_mesh
 from spx.distributed.process_group import GroupMember as GroupMember
 from spx.distributed.process_group import ProcessGroup as ProcessGroup
 from spx.distributed.process_group import destroy_process_group as destroy_process_group

@@ -38,13 +38,16 @@ def timeout_seconds(timeout: timedelta | float | None, default: float) -> float:
 class Work:
     """Handle on an operation started with ``async_op=True``, ``isend`` or ``irecv``.
 
-    Mirrors ``torch.distributed.Work``, except that :meth:`wait` returns the operation's result
-    (the received or reduced array), since spx arrays cannot be filled in place. This base class
+    At the backend level (arrays in, arrays out) :meth:`wait` returns the operation's result
+    array(s). The public collectives wrap it so that, as ``torch.distributed.Work``, ``wait()``
+    completes the in-place write into the caller's tensors and returns True. This base class
     is an already-completed operation; backends subclass it and override ``_finish``/``_poll``.
 
     Example:
-        >>> work = dist.irecv(jnp.zeros(4), src=0)  # doctest: +SKIP
-        >>> x = work.wait()  # doctest: +SKIP
+        >>> buf = spx.zeros(4)  # doctest: +SKIP
+        >>> work = dist.irecv(buf, src=0)  # doctest: +SKIP
+        >>> work.wait()  # buf now holds the message  # doctest: +SKIP
+        True
     """
 
     __slots__ = ("_done", "_error", "_result")

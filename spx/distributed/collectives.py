@@ -192,7 +192,7 @@ def reduce(
     work = F.reduce_work(tensor, dst, op, group, async_op, group_dst)
     if work is None:
         return None
-    pg = resolve_group(group)
+    pg = F._group(group)
     if pg.rank() != F.peer(pg, dst, group_dst, "dst"):
         # torch leaves the tensor of the other ranks as it was.
         return _finish(work, async_op, lambda _: [tensor])
@@ -244,7 +244,7 @@ def all_gather(
         >>> parts = [spx.zeros(2) for _ in range(dist.get_world_size())]  # doctest: +SKIP
         >>> dist.all_gather(parts, spx.ones(2) * dist.get_rank())  # doctest: +SKIP
     """
-    pg = resolve_group(group)
+    pg = F._group(group)
     x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("all_gather")
@@ -277,7 +277,7 @@ def all_gather_into_tensor(
         async_op: return a :class:`Work` whose ``wait()`` completes the write.
     """
     _check_out(output_tensor, "output_tensor", "all_gather_into_tensor")
-    pg = resolve_group(group)
+    pg = F._group(group)
     x = F.array_of(input_tensor, "input_tensor")
     if pg is None:
         return warn_not_in_group("all_gather_into_tensor")
@@ -306,7 +306,7 @@ def reduce_scatter(
         async_op: return a :class:`Work` whose ``wait()`` completes the write.
     """
     _check_out(output, "output", "reduce_scatter")
-    pg = resolve_group(group)
+    pg = F._group(group)
     out = F.array_of(output, "output")
     if pg is None:
         return warn_not_in_group("reduce_scatter")
@@ -326,7 +326,7 @@ def reduce_scatter_tensor(
     """:func:`reduce_scatter` with the inputs in one tensor, shape ``(world * n, ...)`` (chunks
     on dim 0) or ``(world, n, ...)``; ``output`` (shape ``(n, ...)``) is overwritten."""
     _check_out(output, "output", "reduce_scatter_tensor")
-    pg = resolve_group(group)
+    pg = F._group(group)
     out = F.array_of(output, "output")
     x = F.array_of(input, "input")
     if pg is None:
@@ -358,7 +358,7 @@ def all_to_all(
         group: the group (default group if None).
         async_op: return a :class:`Work` (the list is filled at ``wait()``).
     """
-    pg = resolve_group(group)
+    pg = F._group(group)
     if pg is None:
         return warn_not_in_group("all_to_all")
     F.check_len(input_tensor_list, pg, "input_tensor_list")
@@ -392,7 +392,7 @@ def all_to_all_single(
         NotImplementedError: uneven ``input_split_sizes``/``output_split_sizes``.
     """
     _check_out(output, "output", "all_to_all_single")
-    pg = resolve_group(group)
+    pg = F._group(group)
     x = F.array_of(input, "input")
     if pg is None:
         return warn_not_in_group("all_to_all_single")
@@ -424,7 +424,7 @@ def gather(
 ) -> Work | None:
     """Collect every rank's ``tensor`` into ``gather_list`` on ``dst`` (global rank 0 if unset);
     torch ``gather``. ``gather_list`` (one tensor per rank, filled) is given on ``dst`` only."""
-    pg = resolve_group(group)
+    pg = F._group(group)
     x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("gather")
@@ -457,7 +457,7 @@ def scatter(
     """Rank ``r``'s ``tensor`` is overwritten with ``scatter_list[r]`` from ``src`` (global rank 0
     if unset); torch ``scatter``. ``scatter_list`` is given on ``src`` only."""
     _check_out(tensor, "tensor", "scatter")
-    pg = resolve_group(group)
+    pg = F._group(group)
     x = F.array_of(tensor, "tensor")
     if pg is None:
         return warn_not_in_group("scatter")
@@ -479,7 +479,7 @@ def barrier(
     timeout: Any = None,
 ) -> Work | None:
     """Return once every rank of the group has called ``barrier`` (torch ``barrier``)."""
-    pg = resolve_group(group)
+    pg = F._group(group)
     if pg is None:
         return warn_not_in_group("barrier")
     work = pg.backend.barrier(async_op)
@@ -488,7 +488,7 @@ def barrier(
 
 def all_gather_object(object_list: list[Any], obj: Any, group: ProcessGroup | None = None) -> None:
     """Fill ``object_list`` with every rank's picklable ``obj`` (torch ``all_gather_object``)."""
-    pg = resolve_group(group)
+    pg = F._group(group)
     if pg is None:
         return warn_not_in_group("all_gather_object")
     F.check_len(object_list, pg, "object_list")
@@ -504,7 +504,7 @@ def broadcast_object_list(
     group_src: int | None = None,
 ) -> None:
     """Replace ``object_list``'s items with ``src``'s (torch ``broadcast_object_list``)."""
-    pg = resolve_group(group)
+    pg = F._group(group)
     if pg is None:
         return warn_not_in_group("broadcast_object_list")
     peer = F.peer(pg, src, group_src, "src")

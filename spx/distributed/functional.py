@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,6 +103,40 @@ def stacked_or_concat(big: Any, small: Any, n: int, name: str) -> bool:
     )
 
 
+# -- work a compiled program may still issue on a group -------------------------------------------
+# A compiled step with DistributedDataParallel runs its all-reduces in host callbacks when the
+# program executes, possibly after the call returned (JAX dispatches asynchronously). A
+# collective issued from Python meanwhile would take its place in the group's order before
+# them on one rank and after them on another. So whoever may leave such callbacks behind
+# registers a "settle" function for the group, and every collective here calls it first.
+_SETTLE: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def register_settle(pg: ProcessGroup, fn: Any) -> None:
+    """Call ``fn()`` (held weakly: a bound method) before each collective issued on ``pg``."""
+    refs = _SETTLE.setdefault(pg, [])
+    if not any(r() == fn for r in refs):
+        refs.append(weakref.WeakMethod(fn) if hasattr(fn, "__self__") else weakref.ref(fn))
+
+
+def settle(pg: ProcessGroup | None) -> None:
+    """Wait for the work registered with :func:`register_settle` for ``pg``."""
+    refs = _SETTLE.get(pg) if pg is not None else None
+    if refs:
+        for ref in list(refs):
+            fn = ref()
+            if fn is None:
+                refs.remove(ref)
+            else:
+                fn()
+
+
+def _group(group: Any) -> ProcessGroup | None:
+    pg = resolve_group(group)
+    settle(pg)
+    return pg
+
+
 # -- the shared core: checks + backend call -> Work of arrays -------------------------------------
 def _not_member(op_name: str) -> None:
     # warn_not_in_group's warning, attributed to the user's line: user code -> public
@@ -115,7 +150,7 @@ def _not_member(op_name: str) -> None:
 
 
 def all_reduce_work(tensor: Any, op: ReduceOp, group: Any, async_op: bool) -> Work | None:
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(tensor, "tensor")
     if pg is None:
         return _not_member("all_reduce")
@@ -123,7 +158,7 @@ def all_reduce_work(tensor: Any, op: ReduceOp, group: Any, async_op: bool) -> Wo
 
 
 def reduce_work(tensor, dst, op, group, async_op, group_dst) -> Work | None:
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(tensor, "tensor")
     if pg is None:
         return _not_member("reduce")
@@ -132,7 +167,7 @@ def reduce_work(tensor, dst, op, group, async_op, group_dst) -> Work | None:
 
 
 def broadcast_work(tensor, src, group, async_op, group_src) -> Work | None:
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(tensor, "tensor")
     if pg is None:
         return _not_member("broadcast")
@@ -140,7 +175,7 @@ def broadcast_work(tensor, src, group, async_op, group_src) -> Work | None:
 
 
 def all_gather_work(tensor: Any, group: Any, async_op: bool, what: str) -> Work | None:
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(tensor, "tensor" if what == "all_gather" else "input_tensor")
     if pg is None:
         return _not_member(what)
@@ -203,7 +238,7 @@ def reduce_scatter_tensor(
     input: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None
 ) -> Tensor | None:
     """Rank ``r``'s chunk ``r`` (dim 0 cut into world chunks) reduced over ranks."""
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(input, "input")
     if pg is None:
         return warn_not_in_group("reduce_scatter_tensor")
@@ -214,7 +249,7 @@ def reduce_scatter_tensor(
 def all_to_all_single(input: Any, group: ProcessGroup | None = None) -> Tensor | None:
     """Chunk ``j`` of ``input`` (dim 0, equal chunks) goes to rank ``j``; returns the chunks
     received from ranks ``0..world-1`` concatenated."""
-    pg = resolve_group(group)
+    pg = _group(group)
     x = array_of(input, "input")
     if pg is None:
         return warn_not_in_group("all_to_all_single")

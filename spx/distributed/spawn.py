@@ -25,33 +25,15 @@ import jax
 
 from spx import _context
 from spx.distributed._thread_backend import SEAT_KEY, RankSeat, World
+from spx.multiprocessing.spawn import (  # torch's exceptions, shared with process spawn
+    ProcessException as ProcessException,
+)
+from spx.multiprocessing.spawn import ProcessExitedException as ProcessExitedException
+from spx.multiprocessing.spawn import ProcessRaisedException as ProcessRaisedException
 
 _log = logging.getLogger(__name__)
 BACKENDS = ("thread",)
 _DEFAULT_GRACE = 30.0  # seconds torch waits for the other processes after a failure
-
-
-class ProcessException(Exception):
-    """Base of the errors :func:`spawn` raises for a failed rank (as torch's)."""
-
-    def __init__(self, msg: str, error_index: int, error_pid: int) -> None:
-        super().__init__(msg)
-        self.msg = msg
-        self.error_index = error_index
-        self.pid = error_pid
-
-
-class ProcessRaisedException(ProcessException):
-    """A rank raised an exception; the message holds its traceback, ``__cause__`` the error."""
-
-
-class ProcessExitedException(ProcessException):
-    """A rank called ``sys.exit`` with a non-zero code."""
-
-    def __init__(self, msg: str, error_index: int, error_pid: int, exit_code: int) -> None:
-        super().__init__(msg, error_index, error_pid)
-        self.exit_code = exit_code
-        self.signal_name = None
 
 
 def _backend_started() -> bool:
@@ -205,10 +187,12 @@ def spawn(
         RuntimeError: JAX already started with fewer local devices than ``nprocs``.
 
     Example:
-        >>> import jax.numpy as jnp, spx.distributed as dist
+        >>> import spx, spx.distributed as dist
         >>> def main(rank):
         ...     dist.init_process_group("gloo")
-        ...     print(rank, dist.all_reduce(jnp.ones(2) * rank))
+        ...     t = spx.ones(2) * rank
+        ...     dist.all_reduce(t)  # in place, as in torch
+        ...     print(rank, t)
         >>> dist.spawn(main, nprocs=2)  # doctest: +SKIP
     """
     if backend not in BACKENDS:

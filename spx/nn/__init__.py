@@ -2,6 +2,7 @@
 
 from spx.nn import functional as functional
 from spx.nn import init as init
+from spx.nn import parallel as parallel
 from spx.nn import utils as utils
 from spx.nn.module import Module as Module
 from spx.nn.modules.activation import CELU as CELU

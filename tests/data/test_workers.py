@@ -265,4 +265,4 @@ def test_timeout_is_honoured_even_while_a_worker_is_stuck(no_leaked_threads):
         elapsed = time.monotonic() - start
     finally:
         release.set()  # let the worker finish its item and exit (no thread is left behind)
-    assert 0.45 <= elapsed < 1.5, elapsed
+    assert 0.45 <= elapsed < 3.0, elapsed  # the old code took ~5.5 s; slack for a loaded machine

@@ -1,9 +1,10 @@
 """Every rank reuses its compiled executables across launches (JAX alone caches rank 0's).
 
 A 2-process pipelined training job (1F1B + AdamW) is launched twice with one fresh cache
-directory: the first launch compiles and fills a directory per rank, the second loads them and
-reaches its first step in at most half the time (counted from ``init_process_group``: the
-imports before it take as long either way).
+directory: the first launch compiles and fills a directory per rank, the second finds every
+executable of every rank there (JAX's cache events: hits, no misses) and writes nothing new.
+What that saves in time is a benchmark's business (``tools/bench_pp_vs_torch.py`` measures the
+time to first step of a first and a second launch), not a timed test's.
 """
 
 from __future__ import annotations
@@ -18,18 +19,27 @@ from tests.distributed import _procs
 SCRIPT = "tests/distributed/scripts/pipeline_train.py"
 
 
-def _first_step(cache: str) -> float:
+def _launch(cache: str) -> list[dict]:
     runs = _procs.launch([SCRIPT], 2, timeout=240, env={"SPX_COMPILATION_CACHE_DIR": cache})
     assert all(r.returncode == 0 for r in runs), _procs.logs(runs)
-    line = next(x for x in runs[0].stdout.splitlines() if x.startswith("{"))
-    return json.loads(line)["init_to_first_step"]
+    reports = [
+        json.loads(next(x for x in r.stdout.splitlines() if x.startswith("{"))) for r in runs
+    ]
+    return sorted(reports, key=lambda r: r["rank"])
 
 
-def test_second_launch_reaches_its_first_step_in_half_the_time():
+def _entries(cache: str) -> dict[str, set[str]]:
+    return {p.name: set(os.listdir(p)) for p in pathlib.Path(cache).iterdir()}
+
+
+def test_second_launch_loads_every_ranks_executables_from_the_cache():
     cache = tempfile.mkdtemp(prefix="spx-cache-test-")
-    cold = _first_step(cache)
-    entries = {p.name: len(os.listdir(p)) for p in pathlib.Path(cache).iterdir()}
+    cold = _launch(cache)
+    assert all(r["cache_misses"] > 0 for r in cold), cold  # a fresh cache: everything compiled
+    entries = _entries(cache)
     # Both ranks wrote their own entries (JAX alone writes from process 0 only).
-    assert set(entries) == {"rank0", "rank1"} and min(entries.values()) > 0, entries
-    warm = _first_step(cache)
-    assert warm <= 0.5 * cold, f"first launch {cold:.2f} s, second {warm:.2f} s to first step"
+    assert set(entries) == {"rank0", "rank1"} and all(entries.values()), entries
+    warm = _launch(cache)
+    for r in warm:
+        assert r["cache_misses"] == 0 and r["cache_hits"] > 0, warm
+    assert _entries(cache) == entries  # nothing compiled again, so nothing written

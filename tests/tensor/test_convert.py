@@ -273,3 +273,14 @@ def test_conj_neg_bits():
         x = lib.ones(2)
         assert not x.is_conj() and not x.is_neg()
         assert x.resolve_conj() is x and x.resolve_neg() is x
+
+
+def test_pending_values_on_two_devices_are_each_computed():
+    # One thread's pending values are computed together; values on different devices cannot
+    # share one program, so each is computed on its own (pipeline ranks as threads do this).
+    d0, d1 = jax.devices()[:2]
+    a = spx.as_tensor(jax.device_put(np.ones(3, np.float32), d0)).clone() * 2
+    b = spx.as_tensor(jax.device_put(np.ones(3, np.float32), d1)).clone() * 3
+    assert b.sum().item() == 9.0
+    assert a.sum().item() == 6.0
+    assert a.device == d0 and b.device == d1

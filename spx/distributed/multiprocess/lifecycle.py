@@ -49,6 +49,7 @@ from spx.distributed.multiprocess.kvstore import KeyValueStore
 ABORT_KEY = "spx/abort"
 EXITING_DIR = "spx/exiting/"
 _LEAVING = threading.Lock()  # held by the thread that ends the process after a failure
+_LEAVING_OWNER: int | None = None  # that thread's ident
 
 
 def _env_seconds(name: str, default: float) -> float:
@@ -251,9 +252,15 @@ def _leave_after_failure(watchdog: Watchdog, code: int, by_signal: int | None = 
     """Exit after this rank failed or was stopped. Rank 0 hosts the job's coordination service,
     whose end makes JAX terminate every other process at once: it lingers for a few watchdog
     periods so that the others first see the abort and stop with their own report."""
+    global _LEAVING_OWNER
     if not _LEAVING.acquire(blocking=False):
+        if threading.get_ident() == _LEAVING_OWNER:
+            # A signal handler (SIGTERM) interrupted this very thread while it was leaving,
+            # e.g. during rank 0's linger: waiting for ourselves would never end. Leave now.
+            _hard_exit(code, by_signal)
         while True:  # another thread is already ending the process (its way: its exit code)
             time.sleep(60)
+    _LEAVING_OWNER = threading.get_ident()
     if watchdog.rank == 0 and watchdog.world_size > 1:
         time.sleep(min(2.0, 3 * watchdog.interval))
     _hard_exit(code, by_signal)

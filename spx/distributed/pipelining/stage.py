@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from spx import random as spx_random
+from spx._tensor.autograd import run_post_backward
 from spx.device import device as resolve_device
 from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
@@ -281,6 +282,10 @@ class PipelineStage:
             return
         self._programs.finish(self._programs.train_params, self._acc, scale)
         self._acc = None
+        # The stage's backward is done: post-backward callbacks run as after loss.backward(),
+        # so a DistributedDataParallel stage module averages its gradients over its data-
+        # parallel group once per step (torch syncs DDP on the last microbatch's backward).
+        run_post_backward(self._programs.train_params)
 
 
 def _as_tuple(value: Any) -> tuple:
