@@ -127,7 +127,7 @@ class GPT(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def forward(self, idx, targets=None):
-        b, t = idx.size()
+        _, t = idx.size()
         if t > self.config.block_size:
             raise ValueError(f"sequence of length {t} > block size {self.config.block_size}")
         pos = spx.arange(0, t, dtype=spx.long)

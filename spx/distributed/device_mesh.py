@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from spx import _context
+from spx._validate import as_int
 
 DP_MESH_KEY = "spx.distributed.dp_mesh"
 _DEVICE_TYPES = ("cpu", "cuda", "gpu", "tpu")
@@ -97,8 +98,7 @@ class DeviceMesh:
                     f"are: mesh_dim_names={self.mesh_dim_names}"
                 )
             return names.index(mesh_dim)
-        if isinstance(mesh_dim, bool) or not isinstance(mesh_dim, int):
-            raise TypeError(f"mesh_dim must be an int or a dimension name, got {mesh_dim!r}")
+        mesh_dim = as_int(mesh_dim, "mesh_dim", "DeviceMesh", hint="or pass a dimension name")
         if not -self.ndim <= mesh_dim < self.ndim:
             raise IndexError(f"mesh_dim {mesh_dim} is out of range for a {self.ndim}-D mesh")
         return mesh_dim % self.ndim
@@ -196,8 +196,11 @@ def init_device_mesh(
         raise NotImplementedError("init_device_mesh(backend_override=...) is not supported")
     if isinstance(mesh_shape, int):
         mesh_shape = (mesh_shape,)
-    shape = tuple(mesh_shape)
-    if not shape or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
+    shape = tuple(
+        as_int(s, "mesh_shape", "init_device_mesh", minimum=1, wrong_type=ValueError)
+        for s in mesh_shape
+    )
+    if not shape:
         raise ValueError(f"mesh_shape must be a tuple of positive ints, got {mesh_shape!r}")
     names = None
     if mesh_dim_names is not None:

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 
 from spx import _context
+from spx._validate import as_int
 from spx.distributed._thread_backend import SEAT_KEY, RankSeat, World
 from spx.multiprocessing.spawn import (  # torch's exceptions, shared with process spawn
     ProcessException as ProcessException,
@@ -197,8 +198,7 @@ def spawn(
     """
     if backend not in BACKENDS:
         raise ValueError(f"spawn(backend={backend!r}): unknown backend; expected one of {BACKENDS}")
-    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
-        raise ValueError(f"spawn(nprocs={nprocs!r}): expected a positive int")
+    nprocs = as_int(nprocs, "nprocs", "spawn", minimum=1, wrong_type=ValueError)
     if not callable(fn):
         raise TypeError(f"spawn: fn must be callable, got {type(fn).__name__}")
     devices = rank_devices(nprocs)

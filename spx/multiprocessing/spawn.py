@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from spx._validate import as_int
+
 __all__ = [
     "ProcessContext",
     "ProcessException",
@@ -202,8 +204,7 @@ def start_processes(
     start_method: str = "spawn",
 ) -> ProcessContext | None:
     """:func:`spawn` with any ``start_method`` (``"spawn"``, ``"forkserver"``, ``"fork"``)."""
-    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
-        raise ValueError(f"spawn(nprocs={nprocs!r}): expected a positive int")
+    nprocs = as_int(nprocs, "nprocs", "spawn", minimum=1, wrong_type=ValueError)
     if not callable(fn):
         raise TypeError(f"spawn: fn must be callable, got {type(fn).__name__}")
     methods = multiprocessing.get_all_start_methods()

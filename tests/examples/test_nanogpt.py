@@ -1,4 +1,4 @@
-"""``examples/nanogpt.py`` ports by renaming: the script, and the same text with ``spx`` -> ``torch``.
+"""``examples/nanogpt.py`` ports by renaming: the script, and its text with ``spx`` -> ``torch``.
 
 Both start from the same weights (``--init``, a safetensors file) and draw the same batches
 (a numpy generator), so their losses must agree step by step to float rounding: torch is the

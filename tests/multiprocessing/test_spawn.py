@@ -126,7 +126,7 @@ def test_exit_codes_and_signals_are_reported():
 def test_bad_arguments_are_rejected_before_starting():
     with pytest.raises(TypeError, match="picklable"):
         spx.multiprocessing.spawn(lambda rank: None, nprocs=2)
-    with pytest.raises(ValueError, match=r"nprocs=0"):
+    with pytest.raises(ValueError, match=r"nprocs must be a positive int, got 0"):
         spx.multiprocessing.spawn(_exit_3, nprocs=0)
     with pytest.raises(ValueError, match="start_method='threads'"):
         spx.multiprocessing.spawn(_exit_3, nprocs=1, start_method="threads")

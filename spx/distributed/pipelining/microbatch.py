@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx._tensor.tensor import Tensor
+from spx._validate import as_int
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,9 @@ def split_args_kwargs_into_chunks(
         (2, 2)
     """
     kwargs = kwargs or {}
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise ValueError(f"n_microbatches must be a positive int, got {chunks!r}")
+    chunks = as_int(
+        chunks, "n_microbatches", "split_args_kwargs_into_chunks", minimum=1, wrong_type=ValueError
+    )
     if args_chunk_spec is not None and len(args_chunk_spec) != len(args):
         raise ValueError(
             f"args_chunk_spec has {len(args_chunk_spec)} entries but {len(args)} positional "

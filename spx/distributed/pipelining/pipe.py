@@ -29,6 +29,7 @@ import jax
 from jax.core import eval_jaxpr
 
 from spx._tensor.tensor import Tensor
+from spx._validate import as_int
 from spx.distributed.pipelining.runtime.programs import to_arrays, to_tensors
 from spx.distributed.pipelining.split.cut import SplitPoint, StagePlan, Traced, plan_stages, trace
 from spx.distributed.pipelining.stage import PipelineStage
@@ -226,8 +227,7 @@ class Pipe:
         Args:
             stage_idx: ``0 <= stage_idx < num_stages``.
         """
-        if isinstance(stage_idx, bool) or not isinstance(stage_idx, int):
-            raise TypeError(f"stage index must be an int, got {stage_idx!r}")
+        stage_idx = as_int(stage_idx, "stage_idx", "Pipe")
         if not 0 <= stage_idx < self.num_stages:
             raise ValueError(
                 f"Invalid stage index {stage_idx}: this Pipe has {self.num_stages} stages "

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, TextIO
 
 from spx._tensor.tensor import Tensor
+from spx._validate import as_int
 from spx.distributed.pipelining.microbatch import (
     merge_chunks,
     split_args_kwargs_into_chunks,
@@ -72,10 +73,7 @@ class _PipelineSchedule:
         scale_grads: bool = True,
         defer_pp_recv: bool = False,
     ) -> None:
-        if isinstance(n_microbatches, bool) or not isinstance(n_microbatches, int):
-            raise TypeError(f"n_microbatches must be an int, got {n_microbatches!r}")
-        if n_microbatches < 1:
-            raise ValueError(f"n_microbatches must be >= 1, got {n_microbatches}")
+        n_microbatches = as_int(n_microbatches, "n_microbatches", type(self).__name__, minimum=1)
         if loss_fn is not None and not callable(loss_fn):
             raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
         for s in stages:

@@ -17,6 +17,7 @@ import jax
 
 from spx import random as spx_random
 from spx._tensor.autograd import run_post_backward
+from spx._validate import as_int
 from spx.device import device as resolve_device
 from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
@@ -79,9 +80,8 @@ class PipelineStage:
                 f"PipelineStage expects an spx.nn.Module as submodule, got "
                 f"{type(submodule).__name__}"
             )
-        for name, value in (("stage_index", stage_index), ("num_stages", num_stages)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"PipelineStage: {name} must be an int, got {value!r}")
+        stage_index = as_int(stage_index, "stage_index", "PipelineStage")
+        num_stages = as_int(num_stages, "num_stages", "PipelineStage")
         if num_stages < 1:
             raise ValueError(f"PipelineStage: num_stages must be >= 1, got {num_stages}")
         if not 0 <= stage_index < num_stages:

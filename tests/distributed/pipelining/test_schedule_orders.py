@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 
 from spx.distributed.pipelining.tables.csv_io import _load_csv
@@ -121,8 +122,8 @@ def test_every_accepted_table_validates_lowers_and_simulates(name):
         ("ZBVZeroBubble", 2, 2, 4, r"exactly 2 stage\(s\) per rank .*V placement"),
         ("DualPipeV", 2, 6, 8, r"exactly 2 stage\(s\) per rank"),
         ("DualPipeV", 2, 4, 3, r"at least as many microbatches as stages, but got 3 .* 4 stages"),
-        ("GPipe", 0, 0, 4, r"pp_size .* must be >= 1, got 0"),
-        ("GPipe", 2, 2, 0, r"n_microbatches must be >= 1, got 0"),
+        ("GPipe", 0, 0, 4, r"pp_size .* must be a positive int, got 0"),
+        ("GPipe", 2, 2, 0, r"n_microbatches must be a positive int, got 0"),
     ],
 )
 def test_rejections_name_the_bad_value(name, pp, n_stages, n_mb, fragment):
@@ -133,8 +134,12 @@ def test_rejections_name_the_bad_value(name, pp, n_stages, n_mb, fragment):
 def test_rejects_non_int_sizes():
     with pytest.raises(TypeError, match="n_microbatches must be an int, got float"):
         get_schedule_order("GPipe", 2, 2, 4.0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="got bool"):
+    with pytest.raises(TypeError, match="got the bool True"):
         get_schedule_order("GPipe", True, 1, 4)  # type: ignore[arg-type]
+    # numpy integers are sizes, as in torch (its constructors only compare and range over them).
+    assert get_schedule_order("GPipe", np.int64(2), 2, np.int32(4)) == get_schedule_order(
+        "GPipe", 2, 2, 4
+    )
 
 
 def test_interleaved_accepts_torch_relaxed_microbatch_counts():

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from spx._validate import as_int
+
 __all__ = [
     "check_microbatches",
     "check_pp_size",
@@ -30,11 +32,7 @@ PlacementStyle = Literal["loop", "v"]
 
 def _check_int(name: str, value: object, schedule: str) -> int:
     # bool is an int subclass; True microbatches is a bug, not 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{schedule}: {name} must be an int, got {type(value).__name__} {value!r}.")
-    if value < 1:
-        raise ValueError(f"{schedule}: {name} must be >= 1, got {value}.")
-    return value
+    return as_int(value, name, schedule, minimum=1)
 
 
 def check_pp_size(pp_size: object, schedule: str) -> int:
