@@ -13,7 +13,9 @@ hosts JAX's coordinator at MASTER_ADDR:MASTER_PORT, which is what ``False`` tell
 
 For JAX: ``JAX_NUM_CPU_DEVICES=1`` (one CPU device per process, as one rank per process expects)
 unless the user chose a count (``JAX_NUM_CPU_DEVICES`` or ``--xla_force_host_platform_device_count``
-in ``XLA_FLAGS``), and on GPU nodes ``SPX_LOCAL_DEVICE_IDS`` (see :mod:`.devices`).
+in ``XLA_FLAGS``), and on GPU nodes ``SPX_LOCAL_DEVICE_IDS`` (see :mod:`.devices`); when more
+workers than GPUs share them, ``XLA_PYTHON_CLIENT_MEM_FRACTION`` splits JAX's 75% preallocation
+between the workers of one GPU (unless the user set how JAX takes GPU memory).
 
 The command is torchrun's: ``python -u [-m] script args`` (``--no-python``: ``script args``),
 with ``${local_rank}`` in the arguments replaced by the worker's local rank.
@@ -33,6 +35,12 @@ from spx.distributed.elastic.devices import LOCAL_DEVICE_IDS_ENV, local_device_i
 # Variables ``import jax`` writes into os.environ. The launcher imports spx (and so jax) before
 # it runs; workers must inherit the environment spx-run was started with, not these.
 _JAX_IMPORT_SIDE_EFFECTS = ("TPU_SKIP_MDS_QUERY", "TF_CPP_MIN_LOG_LEVEL")
+# The user's own choice of how JAX takes GPU memory, which spx-run never overrides.
+_GPU_MEMORY_SETTINGS = (
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+)
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,11 @@ def worker_env(worker: Worker, group: GroupInfo, environ: dict[str, str]) -> dic
         env["JAX_NUM_CPU_DEVICES"] = "1"
     if ids is not None:
         env[LOCAL_DEVICE_IDS_ENV] = ",".join(map(str, ids))
+        sharers = -(-group.local_world_size // group.num_gpus)
+        if sharers > 1 and not any(k in environ for k in _GPU_MEMORY_SETTINGS):
+            # JAX preallocates 75% of a GPU per process: a second worker on the same GPU would
+            # run out of memory at its first array. Split that 75% between the sharers.
+            env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{0.75 / sharers:.3f}"
     return env
 
 

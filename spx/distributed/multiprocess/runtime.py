@@ -7,7 +7,8 @@ rank 0, bound to that address — never to every interface, JAX's default), make
 and the transfer server bind to this host's address on the route to the master (loopback stays
 loopback; ``SPX_LOCAL_ADDR`` overrides), gives the rank a persistent compilation cache, and
 picks the rank's device: the one CPU device of the process (the launcher sets
-``JAX_NUM_CPU_DEVICES=1``), or on GPU the local GPU ``LOCAL_RANK`` (``local_device_ids``).
+``JAX_NUM_CPU_DEVICES=1``), or on GPU the GPUs spx-run names in ``SPX_LOCAL_DEVICE_IDS``
+(``cuda:LOCAL_RANK`` under other launchers), passed as ``local_device_ids``.
 
 The runtime is process-wide state by nature — one JAX runtime per process, one rank per
 process — so it is held in a module attribute; thread ranks (``spawn``) never come here.
@@ -27,6 +28,7 @@ from urllib.parse import urlparse
 
 import jax
 
+from spx.distributed.elastic.devices import LOCAL_DEVICE_IDS_ENV
 from spx.distributed.multiprocess import compile_cache, lifecycle
 from spx.distributed.multiprocess.kvstore import KeyValueStore
 
@@ -157,6 +159,32 @@ def _has_gpu_plugin() -> bool:
     )
 
 
+def _local_gpu_ids(local_rank: int) -> list[int] | None:
+    """The GPUs (indices among the visible ones) this rank's JAX runtime may use.
+
+    spx-run names them in ``SPX_LOCAL_DEVICE_IDS`` (the node's GPUs split over its workers).
+    Under another launcher (torchrun, a cluster's scheduler) torch's convention holds: rank
+    ``LOCAL_RANK`` uses ``cuda:LOCAL_RANK``, unless ``CUDA_VISIBLE_DEVICES`` already shows the
+    process a single GPU. Without the ids every rank would see every GPU of the node, take its
+    first one (all ranks on GPU 0) and preallocate memory on all of them.
+    """
+    named = os.environ.get(LOCAL_DEVICE_IDS_ENV, "").strip()
+    if named:
+        try:
+            return [int(i) for i in named.split(",")]
+        except ValueError:
+            raise ValueError(
+                f"{LOCAL_DEVICE_IDS_ENV}={named!r}: expected comma-separated GPU indices such "
+                "as '0' or '2,3' (spx-run sets it; unset it to use GPU LOCAL_RANK)"
+            ) from None
+    if not _has_gpu_plugin():
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and len([v for v in visible.split(",") if v.strip()]) == 1:
+        return None
+    return [local_rank]
+
+
 def _bind_gloo(local_addr: str) -> None:
     """Make the CPU backend's gloo collectives listen on ``local_addr`` (JAX lets gloo pick the
     host name's address). Private JAX API: the CPU backend factory is replaced before the
@@ -212,8 +240,9 @@ def start(rank: int, world_size: int, timeout: float, init_method: str | None) -
     local_addr = local_address(master)
     address = _host_port(master, port)
     kwargs: dict[str, Any] = {}
-    if _has_gpu_plugin() and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-        kwargs["local_device_ids"] = [local_rank]
+    gpu_ids = _local_gpu_ids(local_rank)
+    if gpu_ids is not None:
+        kwargs["local_device_ids"] = gpu_ids
     cache_dir = compile_cache.enable(rank)
     # JAX's preemption service exists for multihost_utils.reached_preemption_sync_point; its
     # SIGTERM handler keeps the rank running after a launcher's SIGTERM until the SIGKILL a

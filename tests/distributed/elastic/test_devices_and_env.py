@@ -125,3 +125,40 @@ def test_local_rank_macro():
         "3",
         "x",
     ]
+
+
+def test_workers_sharing_a_gpu_split_jaxs_preallocation():
+    """2 workers on 1 GPU: each takes 0.375 of it instead of JAX's 0.75 (the second would OOM)."""
+    group = GroupInfo("default", 2, 0, 1, "127.0.0.1", 29500, 0, 0, "none", num_gpus=1)
+    workers = assign_worker_ranks([NodeInfo("default", 2)], 0)
+    envs = [worker_env(w, group, {}) for w in workers]
+    assert [e["SPX_LOCAL_DEVICE_IDS"] for e in envs] == ["0", "0"]
+    assert [e["XLA_PYTHON_CLIENT_MEM_FRACTION"] for e in envs] == ["0.375", "0.375"]
+    # One GPU each: JAX's default stays.
+    group4 = GroupInfo("default", 2, 0, 1, "127.0.0.1", 29500, 0, 0, "none", num_gpus=4)
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in worker_env(workers[1], group4, {})
+    # The user's own memory setting wins.
+    env = worker_env(workers[1], group, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in env
+
+
+def test_the_runtime_takes_the_gpus_spx_run_names(monkeypatch):
+    """init_process_group passes SPX_LOCAL_DEVICE_IDS to jax.distributed.initialize; before, it
+    ignored them, and with CUDA_VISIBLE_DEVICES set every rank took the node's first GPU."""
+    from spx.distributed.multiprocess import runtime
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    monkeypatch.setenv("SPX_LOCAL_DEVICE_IDS", "2,3")
+    assert runtime._local_gpu_ids(local_rank=1) == [2, 3]
+    monkeypatch.setenv("SPX_LOCAL_DEVICE_IDS", "two")
+    with pytest.raises(ValueError, match=r"SPX_LOCAL_DEVICE_IDS='two': expected comma-separated"):
+        runtime._local_gpu_ids(local_rank=1)
+    # Under torchrun (no ids named), torch's convention: GPU LOCAL_RANK.
+    monkeypatch.delenv("SPX_LOCAL_DEVICE_IDS")
+    monkeypatch.setattr(runtime, "_has_gpu_plugin", lambda: True)
+    assert runtime._local_gpu_ids(local_rank=1) == [1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # the scheduler already gave it one GPU
+    assert runtime._local_gpu_ids(local_rank=1) is None
+    monkeypatch.setattr(runtime, "_has_gpu_plugin", lambda: False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert runtime._local_gpu_ids(local_rank=1) is None
