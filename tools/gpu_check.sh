@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# spx's accelerator paths, checked on a machine with one NVIDIA GPU (run from the repository root).
+#
+#   bash tools/gpu_check.sh            # logs in $OUT (or /tmp/spx-gpu-check)
+#
+# Each step has its own time limit and log; a failing step does not stop the others. Steps:
+#   env         jax/torch versions and the devices JAX sees
+#   numerics    float32 matmul and a Linear forward/backward on the GPU vs float64 numpy and torch
+#   tests_gpu   torch-parity tests of the Tensor, nn and optim with the GPU as JAX's default device
+#   collective  all_reduce over 2 processes sharing the GPU, CUDA_VISIBLE_DEVICES=0 (NCCL)
+#   pipeline    examples/pipeline_gpt.py under spx-run, 2 processes sharing the GPU: activations
+#               and gradients move between GPU processes over jax.experimental.transfer; the
+#               example exits non-zero unless its loss curve matches a single-device run
+#   ddp         examples/ddp_gpt.py under spx-run, 2 processes sharing the GPU (NCCL collectives)
+#   nanogpt     tests/examples/test_nanogpt.py: the spx script on the GPU vs torch, step by step
+#   bench_step  tools/bench_step.py on the GPU (spx.compile vs raw jax.jit)
+#   bench_pp    tools/bench_pp_vs_torch.py on the machine's CPU cores (JAX_PLATFORMS=cpu)
+set -u
+out="${OUT:-/tmp/spx-gpu-check}"
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+py="${PYTHON:-python3}"
+run_dir="$(mktemp -d)"
+
+deadline=${DEADLINE:-540}  # seconds for the whole script: a step never runs past it
+
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local left=$((deadline - SECONDS))
+    if [ "$left" -lt 20 ]; then
+        echo "=== $name: skipped (${left} s left of ${deadline})"
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    local start=$SECONDS
+    timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    echo "=== $name: rc=$rc in $((SECONDS - start)) s"
+    tail -n "${TAIL:-12}" "$out/$name.log"
+}
+
+step env 120 bash -c "nvidia-smi -L; $py -c 'import jax, torch, optax; \
+print(\"jax\", jax.__version__, jax.devices(), \"torch\", torch.__version__)'"
+
+step numerics 120 "$py" - <<'EOF'
+import numpy as np
+import torch
+
+import spx
+
+rng = np.random.default_rng(0)
+a = rng.standard_normal((512, 512), dtype=np.float32)
+ref = a.astype(np.float64) @ a.astype(np.float64)
+x = spx.tensor(a).cuda()
+print("device", x.device)
+got = (x @ x).cpu().numpy()
+print("spx  matmul max rel err vs float64:", float(np.abs(got - ref).max() / np.abs(ref).max()))
+tt = torch.tensor(a)
+t_ref = (tt @ tt).numpy()
+print("torch cpu matmul max rel err vs float64:", float(np.abs(t_ref - ref).max() / np.abs(ref).max()))
+lin = spx.nn.Linear(512, 256).cuda()
+tl = torch.nn.Linear(512, 256)
+with torch.no_grad():
+    tl.weight.copy_(torch.tensor(lin.weight.detach().cpu().numpy()))
+    tl.bias.copy_(torch.tensor(lin.bias.detach().cpu().numpy()))
+lin(x).square().mean().backward()
+tl(tt).square().mean().backward()
+print("Linear grad max abs diff vs torch:",
+      float(np.abs(lin.weight.grad.cpu().numpy() - tl.weight.grad.numpy()).max()),
+      "scale", float(np.abs(tl.weight.grad.numpy()).max()))
+EOF
+
+cat >"$run_dir/collective.py" <<'EOF'
+import jax
+
+import spx
+import spx.distributed as dist
+
+dist.init_process_group()
+t = spx.full((4,), float(dist.get_rank() + 1), device="cuda")
+dist.all_reduce(t)
+print(f"[rank{dist.get_rank()}] devices {jax.local_devices()} all_reduce {t.tolist()}")
+EOF
+CUDA_VISIBLE_DEVICES=0 step collective 90 "$py" -m spx.distributed.run --nproc-per-node 2 \
+    "$run_dir/collective.py"
+
+step pipeline 150 "$py" -m spx.distributed.run --nproc-per-node 2 examples/pipeline_gpt.py \
+    --steps 10 --n-layer 2 --ckpt-dir "$run_dir/pp"
+
+JAX_PLATFORMS=cpu CUDA_VISIBLE_DEVICES="" TAIL=20 step bench_pp 240 "$py" tools/bench_pp_vs_torch.py \
+    --nprocs 2 4 --rounds 2 --steps 20
+
+step ddp 120 "$py" -m spx.distributed.run --nproc-per-node 2 examples/ddp_gpt.py \
+    --epochs 2 --snapshot-dir "$run_dir/ddp"
+
+step nanogpt 150 "$py" -m pytest -q -x -p no:cacheprovider tests/examples/test_nanogpt.py
+
+step bench_step 150 "$py" tools/bench_step.py --steps 100
+
+TAIL=6 step tests_gpu 150 "$py" -m pytest -q --maxfail=20 -p no:cacheprovider tests/tensor tests/nn/test_linear.py \
+    tests/optim tests/test_training_parity.py
+
+rm -rf "$run_dir"
