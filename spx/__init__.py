@@ -10,6 +10,7 @@ torch namesakes. :func:`spx.compile` fuses a whole training step into one XLA pr
 
 from spx import autograd as autograd
 from spx import data as data
+from spx import matmul_precision as _matmul_precision
 from spx import multiprocessing as multiprocessing
 from spx import nn as nn
 from spx import optim as optim
@@ -30,6 +31,8 @@ from spx.autograd.functional import value_and_grad as value_and_grad
 from spx.compile import compile as compile
 from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
+from spx.matmul_precision import get_float32_matmul_precision as get_float32_matmul_precision
+from spx.matmul_precision import set_float32_matmul_precision as set_float32_matmul_precision
 from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx.ops.__all__
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
@@ -41,3 +44,6 @@ __version__ = "0.1.0"
 # Last, so that spx.distributed can use all of the above. Under spx-run it records an uncaught
 # exception into TORCHELASTIC_ERROR_FILE for the launcher's failure report (no-op otherwise).
 from spx.distributed.elastic import autorecord as _autorecord
+
+# torch's float32 matmuls are full float32; JAX's default on GPU is TF32 (spx.matmul_precision).
+_matmul_precision.use_torchs_default()

@@ -3,7 +3,8 @@
 #
 #   bash tools/gpu_check.sh            # logs in $OUT (or /tmp/spx-gpu-check)
 #
-# Each step has its own time limit and log; a failing step does not stop the others. Steps:
+# Each step has its own time limit and log; a failing step does not stop the others; the whole
+# script stops by $DEADLINE seconds; STEPS="pipeline ddp" runs only the steps named. Steps:
 #   env         jax/torch versions and the devices JAX sees
 #   numerics    float32 matmul and a Linear forward/backward on the GPU vs float64 numpy and torch
 #   tests_gpu   torch-parity tests of the Tensor, nn and optim with the GPU as JAX's default device
@@ -14,6 +15,8 @@
 #   ddp         examples/ddp_gpt.py under spx-run, 2 processes sharing the GPU (NCCL collectives)
 #   nanogpt     tests/examples/test_nanogpt.py: the spx script on the GPU vs torch, step by step
 #   bench_step  tools/bench_step.py on the GPU (spx.compile vs raw jax.jit)
+#   profile     where the host time of a compiled step goes on the GPU (cProfile), with and
+#               without gradients kept after the step
 #   bench_pp    tools/bench_pp_vs_torch.py on the machine's CPU cores (JAX_PLATFORMS=cpu)
 set -u
 out="${OUT:-/tmp/spx-gpu-check}"
@@ -27,6 +30,7 @@ deadline=${DEADLINE:-540}  # seconds for the whole script: a step never runs pas
 step() {
     local name=$1 limit=$2
     shift 2
+    case " ${STEPS:-$name} " in *" $name "*) ;; *) return ;; esac  # STEPS="a b": only these
     local left=$((deadline - SECONDS))
     if [ "$left" -lt 20 ]; then
         echo "=== $name: skipped (${left} s left of ${deadline})"
@@ -94,9 +98,53 @@ JAX_PLATFORMS=cpu CUDA_VISIBLE_DEVICES="" TAIL=20 step bench_pp 240 "$py" tools/
 step ddp 120 "$py" -m spx.distributed.run --nproc-per-node 2 examples/ddp_gpt.py \
     --epochs 2 --snapshot-dir "$run_dir/ddp"
 
-step nanogpt 150 "$py" -m pytest -q -x -p no:cacheprovider tests/examples/test_nanogpt.py
+# The test process holds JAX's GPU memory too: without this the example it starts runs out.
+XLA_PYTHON_CLIENT_PREALLOCATE=false step nanogpt 150 "$py" -m pytest -q -x -p no:cacheprovider tests/examples/test_nanogpt.py
 
 step bench_step 150 "$py" tools/bench_step.py --steps 100
+
+TAIL=40 step profile 120 "$py" - <<'EOF'
+import cProfile
+import pstats
+import sys
+import time
+
+sys.path.insert(0, "tools")
+import jax
+
+import bench_step as b
+import spx
+
+cfg, batch = b.CONFIGS["tiny"]
+for keep in (True, False):
+    spx.manual_seed(0)
+    model = b.GPT(cfg)
+    opt = spx.optim.AdamW(model.parameters(), lr=b.LR, weight_decay=b.WD)
+
+    @spx.compile
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = spx.backward(lambda m: b.lm_loss(m(x), y), model)
+        opt.step()
+        if not keep:
+            opt.zero_grad()
+        return loss
+
+    x, y = (spx.as_tensor(a) for a in b._batch(cfg, batch))
+    for _ in range(5):
+        jax.block_until_ready(step(model, opt, x, y))
+    t = time.perf_counter()
+    for _ in range(100):
+        step(model, opt, x, y)
+    jax.block_until_ready(step(model, opt, x, y))
+    print("keep_grads", keep, "ms/step (pipelined)", round((time.perf_counter() - t) * 10, 3))
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(100):
+        jax.block_until_ready(step(model, opt, x, y))
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(8)
+EOF
 
 TAIL=6 step tests_gpu 150 "$py" -m pytest -q --maxfail=20 -p no:cacheprovider tests/tensor tests/nn/test_linear.py \
     tests/optim tests/test_training_parity.py

@@ -43,3 +43,25 @@ def test_second_launch_loads_every_ranks_executables_from_the_cache():
     for r in warm:
         assert r["cache_misses"] == 0 and r["cache_hits"] > 0, warm
     assert _entries(cache) == entries  # nothing compiled again, so nothing written
+
+
+def test_the_rank_writer_takes_the_arguments_of_every_supported_jax(monkeypatch):
+    """JAX 0.10 calls its cache writer with host_callbacks, 0.11 without (on 0.11 the old
+    replacement raised a TypeError at every rank's first compile, found on a GPU machine)."""
+    from jax._src import compilation_cache, compiler
+
+    from spx.distributed.multiprocess import compile_cache
+
+    monkeypatch.setattr(compiler, "_cache_write", compiler._cache_write)
+    monkeypatch.setattr(compile_cache, "_patched", False)
+    written = []
+    monkeypatch.setattr(
+        compilation_cache,
+        "put_executable_and_time",
+        lambda key, name, exe, backend, secs: written.append((key, name, secs)),
+    )
+    compile_cache._let_this_process_write()
+    compiler._cache_write("k10", 1.5, "jit_a", None, object(), [])  # JAX 0.10
+    compiler._cache_write("k11", 2.5, "jit_b", None, object())  # JAX 0.11
+    compiler._cache_write("kcb", 2.5, "jit_c", None, object(), ["callback"])  # refused
+    assert written == [("k10", "jit_a", 1), ("k11", "jit_b", 2)]

@@ -72,8 +72,11 @@ def enable(rank: int) -> str | None:
 def _let_this_process_write() -> None:
     """Replace JAX's writer (process 0 only) by one that writes from this process too.
 
-    Private JAX API (``jax._src.compiler._cache_write``); the replacement keeps its signature
-    and its rules and is only installed in ranks other than 0, whose directory is their own.
+    Private JAX API (``jax._src.compiler._cache_write``), installed only in ranks other than 0,
+    whose directory is their own. The replacement keeps JAX's rules (no host callbacks, the
+    configured minimum compile time) and accepts the writer's arguments of every JAX that
+    spx supports: JAX 0.10 passes ``host_callbacks`` as a sixth argument, JAX 0.11 does not.
+    Whatever goes wrong while writing only costs the cache entry, never the job.
     """
     global _patched
     if _patched:
@@ -86,7 +89,9 @@ def _let_this_process_write() -> None:
         module_name: str,
         backend: Any,
         executable: Any,
-        host_callbacks: Any,
+        host_callbacks: Any = (),
+        *_: Any,
+        **__: Any,
     ) -> None:
         if host_callbacks:
             return  # baked-in callback pointers cannot be reloaded by another process
@@ -96,7 +101,7 @@ def _let_this_process_write() -> None:
             compilation_cache.put_executable_and_time(
                 cache_key, module_name, executable, backend, int(compile_time_secs)
             )
-        except Exception as e:  # a full disk must not fail the job
+        except Exception as e:  # a full disk, or another JAX's cache API: never fail the job
             warnings.warn(
                 f"spx: could not write the persistent compilation cache entry for "
                 f"{module_name!r}: {type(e).__name__}: {e}",
