@@ -282,7 +282,9 @@ class CompiledFunction:
                 args, kwargs = treedef.unflatten(call_leaves)
                 storages = [(x._s, x._s.node) if isinstance(x, Tensor) else None for x in dyn]
                 if layout is not None:
-                    self._note_signature(kinds, args, kwargs, dyn, live_state, const_state)
+                    self._note_signature(
+                        kinds, call_leaves, args, kwargs, dyn, live_state, const_state
+                    )
                 try:
                     with _transforms.binding():
                         out = fn(*args, **kwargs)
@@ -368,11 +370,12 @@ class CompiledFunction:
         )
 
     # -- diagnostics -------------------------------------------------------------------------
-    def _note_signature(self, kinds, args, kwargs, dyn, live_state, const_state) -> None:
-        """Count the signatures traced (jax retraces ``pure`` for each new shape or dtype)."""
+    def _note_signature(self, kinds, leaves, args, kwargs, dyn, live_state, const_state) -> None:
+        """Count the signatures traced (a new shape, dtype or static Python value each)."""
         names = diagnostics.argument_names(self.fn, args, kwargs)
         arrays = [n for n, k in zip(names, kinds, strict=True) if k == "dyn"]
-        sig = diagnostics.signature(arrays, dyn, [live_state, const_state])
+        statics = {n: x for n, x, k in zip(names, leaves, kinds, strict=True) if k == "static"}
+        sig = diagnostics.signature(arrays, dyn, [live_state, const_state], statics)
         message = self.signatures.record(sig)
         if message is not None:
             _user_code.warn(message, RuntimeWarning)

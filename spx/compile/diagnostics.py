@@ -208,9 +208,11 @@ class SignatureLog:
         return (
             f"spx.compile: {name!r} has been traced and compiled for {len(self.seen)} different "
             f"argument signatures (more than {self.limit}, torch's recompile limit); each new "
-            f"shape or dtype costs a fresh XLA compilation. The last one changed "
+            f"shape, dtype or Python value costs a fresh XLA compilation. The last one changed "
             f"{_difference(previous or {}, signature)}. Give the step a few fixed shapes: pad "
-            "or bucket the inputs, or DataLoader(drop_last=True) so the last batch is not smaller."
+            "or bucket the inputs, or DataLoader(drop_last=True) so the last batch is not "
+            "smaller; pass a number that changes every call (a step counter, a learning rate) "
+            "as a tensor, spx.tensor(k), not as a Python int or float."
         )
 
 
@@ -231,15 +233,21 @@ def describe_array(x: Any) -> str:
     return f"{x.dtype}[{','.join(map(str, x.shape))}]"
 
 
-def signature(names: list[str], dyn: list[Any], state: list[Any]) -> dict[str, str]:
-    """What a trace is specialized to: each array argument's dtype and shape, plus the state.
+def signature(
+    names: list[str], dyn: list[Any], state: list[Any], statics: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """What a trace is specialized to: each array argument's dtype and shape, each Python
+    value compiled into the program (an ``int`` step counter is one), plus the state.
 
     Args:
         names: a name for each array argument (:func:`argument_names`).
         dyn: the traced array arguments, in the same order.
         state: the traced state (parameters, grads, buffers, optimizer state).
+        statics: the static (Python) arguments by name.
     """
     out = {name: describe_array(x) for name, x in zip(names, dyn, strict=True)}
+    for name, value in (statics or {}).items():
+        out[name] = f"the Python value {value!r:.40}"
     leaves = jax.tree_util.tree_leaves(state)
     layout = hash(tuple((x.shape, str(x.dtype)) for x in leaves)) & 0xFFFF
     out["the modules' and optimizers' state"] = f"{len(leaves)} arrays (layout {layout:04x})"

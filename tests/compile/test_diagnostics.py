@@ -134,3 +134,29 @@ def test_recompiles_past_the_limit_warn_once_naming_the_argument():
         step(model, opt, jnp.ones((10, 3)))  # said once
     assert step.signatures.count == 10
     np.testing.assert_array_equal(np.asarray(model.weight.shape), (1, 3))
+
+
+def test_a_python_int_that_changes_every_call_warns_like_a_new_shape():
+    """A step counter passed as a Python int is compiled into the program: 12 calls were 12
+    silent compilations before; now the recompile warning names the argument and the fix."""
+    model, _ = _model_and_opt()
+
+    @spx.compile
+    def step(model, x, k):
+        return (model(x) * k).sum()
+
+    x = jnp.ones((2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(8):
+            step(model, x, k)
+    with pytest.warns(RuntimeWarning, match=r"k: the Python value 7 -> the Python value 8") as w:
+        step(model, x, 8)
+    assert "pass a number that changes every call" in str(w[0].message)
+    assert "spx.tensor(k)" in str(w[0].message)
+    assert step.trace_count == step.signatures.count == 9
+    # As a tensor it compiles once, whatever its value.
+    step_t = spx.compile(lambda model, x, k: (model(x) * k).sum())
+    for k in range(12):
+        step_t(model, x, spx.tensor(float(k)))
+    assert step_t.trace_count == 1
