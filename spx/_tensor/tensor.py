@@ -387,9 +387,9 @@ def _flatten_value(t: Tensor) -> tuple[tuple[Any], tuple[type, bool]]:
         if id(t) in owned:
             owned.discard(id(t))
         elif state.grad_enabled and not state.binding and _trace_state_clean():
-            from spx._tensor.methods.convert import _JNP_REQUIRES_GRAD
+            from spx._tensor.methods.convert import jnp_requires_grad_message
 
-            raise RuntimeError(_JNP_REQUIRES_GRAD.format(what=t._describe()))
+            raise RuntimeError(jnp_requires_grad_message(t._describe()))
     return (t._value(),), (type(t), t._rg)
 
 

@@ -140,21 +140,39 @@ def test_jnp_conversion_of_a_tensor_that_requires_grad_raises():
     import jax.numpy as jnp
 
     w = spx.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="spx equivalent"):
+    with pytest.raises(RuntimeError, match=r"test_convert.py:\d+: `jnp.asarray\(w\)` \(in as"):
         jnp.asarray(w)
-    with pytest.raises(RuntimeError, match="spx equivalent"):
+    with pytest.raises(RuntimeError, match=r"the add operator of a jax array.*spx.as_tensor"):
         jnp.ones(2) + w
     assert float(jnp.sum(w.detach())) == 2.0
     assert float(jnp.sum(spx.ones(3))) == 3.0
 
 
-@pytest.mark.parametrize("fn", ["sin", "sum", "relu"])
-def test_jitted_jnp_function_on_a_tensor_that_requires_grad_raises(fn):
+@pytest.mark.parametrize(
+    ("fn", "fix"),
+    [
+        ("sin", "spx.sin(t)"),
+        ("sum", "spx.sum(t)"),
+        ("relu", "spx.relu(t)"),
+        ("tanh", "spx.tanh(t)"),
+    ],
+)
+def test_jitted_jnp_function_on_a_tensor_that_requires_grad_raises(fn, fix):
+    """The error names the user's line and the JAX function, and the spx function to use."""
     import jax.numpy as jnp
 
-    f = {"sin": jnp.sin, "sum": jnp.sum, "relu": jax.nn.relu}[fn]
-    with pytest.raises(RuntimeError, match="spx equivalent"):
-        f(spx.ones(2, requires_grad=True))
+    w = spx.ones(2, requires_grad=True)
+    call = {
+        "sin": lambda: jnp.sin(w),
+        "sum": lambda: jnp.sum(w),
+        "relu": lambda: jax.nn.relu(w),
+        "tanh": lambda: jnp.tanh(w),
+    }[fn]
+    with pytest.raises(RuntimeError) as info:
+        call()
+    message = str(info.value)
+    assert f"(in {fn})" in message and f"Use {fix} instead" in message
+    assert "test_convert.py:" in message
 
 
 def test_clone_is_independent_and_differentiable():

@@ -8,12 +8,16 @@ pending (one compiled program) — a synchronization point, as in torch on an ac
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _user_code
 from spx._tensor import graph
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
@@ -23,11 +27,66 @@ _NUMPY_REQUIRES_GRAD = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 )
 _JNP_REQUIRES_GRAD = (
-    "A JAX/numpy function was called on a Tensor that requires grad ({what}): its result "
+    "A JAX/numpy function was called on a Tensor that requires grad ({what}){call}: its result "
     "would not be part of the autograd graph, so loss.backward() would silently miss this "
-    "path. Use the spx equivalent (a Tensor method such as t.sin(), spx.sin(t), or "
-    "spx.nn.functional), or t.detach() if no gradient should flow here."
+    "path. {fix}, or t.detach() if no gradient should flow here."
 )
+# ``jnp.tanh(``, ``jax.nn.relu(``, ``np.exp(``, ``jax.lax.dot(`` on the user's line.
+_FOREIGN_CALL = re.compile(r"\b(?:jnp|np|numpy|jax\.numpy|jax\.nn|jax\.lax|lax)\.(\w+)\s*\(")
+# JAX frames that say nothing about the function the user called.
+_PLUMBING = {"reraise_with_filtered_traceback", "cache_miss", "__call__", "<lambda>", "<genexpr>"}
+_JAX_DIR = os.path.dirname(jax.__file__) + os.sep
+
+
+def _spx_equivalent(name: str) -> str | None:
+    """``spx.tanh(t)``, ``spx.nn.functional.relu(t)`` or ``t.sum()`` for a JAX/numpy name."""
+    import spx
+    from spx.nn import functional
+
+    if callable(spx.__dict__.get(name)):
+        return f"spx.{name}(t)"
+    if callable(functional.__dict__.get(name)):
+        return f"spx.nn.functional.{name}(t)"
+    from spx._tensor.tensor import Tensor
+
+    if callable(getattr(Tensor, name, None)):
+        return f"t.{name}()"
+    return None
+
+
+def _called_jax_function(where: _user_code.Location | None) -> str | None:
+    """The JAX function the user's line called: an operator of a jax array (the JAX frame right
+    under the user's frame says so), else the one ``jnp.f(`` call on the line, else that frame's
+    function (jitted functions run from C++ and leave no frame of their own)."""
+    frame, below = sys._getframe(2), None
+    while frame is not None and _user_code.is_library(frame.f_code.co_filename):
+        name = frame.f_code.co_name
+        if frame.f_code.co_filename.startswith(_JAX_DIR) and name not in _PLUMBING:
+            below = name
+        frame = frame.f_back
+    if below is not None and below.startswith("_operator_"):
+        return below
+    calls = _FOREIGN_CALL.findall(where.line) if where is not None else []
+    return calls[0] if len(calls) == 1 else below
+
+
+def jnp_requires_grad_message(what: str) -> str:
+    """The error for a Tensor that requires grad entering a JAX/numpy function: it names the
+    user's line, the JAX function and, where spx has one, the function to use instead."""
+    where = _user_code.from_stack(2)
+    call = f" at {where.filename}:{where.lineno}: `{where.line}`" if where and where.line else ""
+    fix = "Use the spx equivalent (a Tensor method, an spx function, spx.nn.functional)"
+    name = _called_jax_function(where)
+    if name is not None and name.startswith("_operator_"):
+        op = name.removeprefix("_operator_")
+        call += f" (the {op} operator of a jax array)"
+        fix = "Make both operands spx Tensors (spx.as_tensor(array)), so the operator records it"
+    elif name is not None:
+        call += f" (in {name})"
+        equivalent = _spx_equivalent(name)
+        if equivalent is not None:
+            fix = f"Use {equivalent} instead, which records the gradient"
+    return _JNP_REQUIRES_GRAD.format(what=what, call=call, fix=fix)
 
 
 def _is_dtype(obj: Any) -> bool:
@@ -289,7 +348,7 @@ class ConvertMethods:
         if self.requires_grad and graph.STATE.grad_enabled:
             value = self._value()
             if not (isinstance(value, jax.core.Tracer) and not graph.STATE.binding):
-                raise RuntimeError(_JNP_REQUIRES_GRAD.format(what=self._describe()))
+                raise RuntimeError(jnp_requires_grad_message(self._describe()))
             return value
         return self._value()
 
