@@ -213,6 +213,15 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
                 "--local_ranks_filter must be a comma-separated list of integers e.g. "
                 f"--local_ranks_filter=0,1,2 (got {args.local_ranks_filter!r})"
             ) from None
+    gpus = 0 if args.threads else count_gpus()
+    if nproc > gpus > 0 and os.environ.get("JAX_PLATFORMS", "").strip().lower() != "cpu":
+        _log.warning(
+            "%d workers share %d GPU(s) of this node: JAX's GPU collectives (NCCL: all_reduce, "
+            "DistributedDataParallel) need one GPU per rank and will fail; pipeline transfers "
+            "work. Use --nproc-per-node gpu for one worker per GPU.",
+            nproc,
+            gpus,
+        )
     redirects, tee = Std.from_str(args.redirects), Std.from_str(args.tee)
     shutdown = args.shutdown_timeout
     if shutdown is None:
@@ -236,7 +245,7 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
         duplicate_stdout_filters=[f for f in args.duplicate_stdout_filters if f],
         duplicate_stderr_filters=[f for f in args.duplicate_stderr_filters if f],
         omp_num_threads=omp,
-        num_gpus=0 if args.threads else count_gpus(),
+        num_gpus=gpus,
         threads=args.threads,
         local_addr=args.local_addr,
     )

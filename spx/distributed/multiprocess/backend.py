@@ -39,6 +39,17 @@ from spx.distributed.reduce_op import ReduceOp
 LOCAL_RANK_KEY = "spx.distributed.local_rank"
 
 
+# NCCL, which JAX's GPU collectives run on, refuses two ranks on one GPU ("Duplicate GPU
+# detected"); point-to-point transfers (pipelining) work there, collectives do not.
+_SHARED_GPU = (
+    "{what} failed on rank {rank}: two or more ranks of the group share one GPU, and NCCL (which "
+    "runs JAX's GPU collectives) needs one GPU per rank. Start at most one rank per GPU "
+    "(spx-run --nproc-per-node gpu), or run this job's ranks on CPU (JAX_PLATFORMS=cpu). "
+    "Pipeline-parallel jobs without collectives may share a GPU: their transfers are "
+    "point-to-point."
+)
+
+
 def _debug_detail() -> bool:
     return any(
         os.environ.get(v, "").upper() == "DETAIL"
@@ -169,6 +180,8 @@ class ProcessBackend(Backend):
                 except Exception as e:
                     if "gloo" in str(e).lower() or "connection" in str(e).lower():
                         raise watchdog.explain(what, e) from e
+                    if "Duplicate GPU detected" in str(e):
+                        raise RuntimeError(_SHARED_GPU.format(what=what, rank=self._rt.rank)) from e
                     raise
             return out
 

@@ -162,3 +162,25 @@ def test_the_runtime_takes_the_gpus_spx_run_names(monkeypatch):
     monkeypatch.setattr(runtime, "_has_gpu_plugin", lambda: False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert runtime._local_gpu_ids(local_rank=1) is None
+
+
+def test_more_workers_than_gpus_warn_and_share_memory(tmp_path, fake_gpus):
+    """6 workers on 4 GPUs: spx-run says collectives will fail (NCCL: one GPU per rank), the
+    workers share GPUs round-robin and split JAX's preallocation."""
+    script(
+        tmp_path,
+        "d.py",
+        "import json, os\n"
+        "json.dump({k: os.environ.get(k) for k in ('SPX_LOCAL_DEVICE_IDS', "
+        "'XLA_PYTHON_CLIENT_MEM_FRACTION')}, open('d.' + os.environ['RANK'], 'w'))\n",
+    )
+    env = clean_env(PATH=fake_gpus)
+    port = str(free_ports())
+    proc = run(
+        [*SPX_RUN, "--nproc-per-node", "6", "--master-port", port, "d.py"], cwd=tmp_path, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "6 workers share 4 GPU(s) of this node" in proc.stderr
+    got = [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(6)]
+    assert [g["SPX_LOCAL_DEVICE_IDS"] for g in got] == ["0", "1", "2", "3", "0", "1"]
+    assert {g["XLA_PYTHON_CLIENT_MEM_FRACTION"] for g in got} == {"0.375"}
