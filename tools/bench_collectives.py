@@ -45,29 +45,39 @@ def _time(fn, iters: int, reps: int) -> float:
 
 
 def spx_ops(shape: tuple[int, ...]) -> dict:
+    """The same calls as :func:`torch_ops`, in torch's in-place form, on spx Tensors."""
     import jax
-    import jax.numpy as jnp
 
+    import spx
     import spx.distributed as dist
 
     rank, n = dist.get_rank(), dist.get_world_size()
-    x = jax.device_put(jnp.ones(shape, jnp.float32))
-    parts = [x] * n
-    stacked = jnp.ones((n * shape[0], *shape[1:]), jnp.float32)
+    x = spx.ones(shape)
+    outs = [spx.empty(shape) for _ in range(n)]
+    stacked = spx.ones((n * shape[0], *shape[1:]))
+    parts_in = [spx.ones(shape) for _ in range(n)]
+    parts_out = [spx.empty(shape) for _ in range(n)]
+    buf = spx.empty(shape)
+
+    def done(call, *written):
+        # Each call returns once the collective ran; blocking on what it wrote makes sure.
+        return lambda: (call(), jax.block_until_ready(written))
 
     def p2p() -> None:
         if rank == 0:
             dist.send(x, 1)
-            dist.recv(jnp.zeros(shape), 1).block_until_ready()
+            dist.recv(buf, 1)
         elif rank == 1:
-            dist.send(dist.recv(jnp.zeros(shape), 0), 0)
+            dist.recv(buf, 0)
+            dist.send(buf, 0)
+        jax.block_until_ready(buf)
 
     return {
-        "all_reduce": lambda: dist.all_reduce(x).block_until_ready(),
-        "broadcast": lambda: dist.broadcast(x, src=0).block_until_ready(),
-        "all_gather": lambda: jax.block_until_ready(dist.all_gather(None, x)),
-        "reduce_scatter": lambda: dist.reduce_scatter_tensor(x, stacked).block_until_ready(),
-        "all_to_all": lambda: jax.block_until_ready(dist.all_to_all(None, parts)),
+        "all_reduce": done(lambda: dist.all_reduce(x), x),
+        "broadcast": done(lambda: dist.broadcast(x, src=0), x),
+        "all_gather": done(lambda: dist.all_gather(outs, x), *outs),
+        "reduce_scatter": done(lambda: dist.reduce_scatter_tensor(buf, stacked), buf),
+        "all_to_all": done(lambda: dist.all_to_all(parts_out, parts_in), *parts_out),
         "barrier": lambda: dist.barrier(),
         "p2p": p2p,
     }

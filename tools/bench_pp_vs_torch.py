@@ -129,7 +129,8 @@ def worker_spx(a: argparse.Namespace) -> dict:
         opt.zero_grad()
         schedule.step(*((x,) if rank == 0 else ()), **({"target": y} if rank == n - 1 else {}))
         opt.step()
-        jax.block_until_ready(list(model.parameters()))  # Tensors are pytrees of arrays
+        # Parameters require grad, so JAX functions refuse them; their detached views do not.
+        jax.block_until_ready([p.detach() for p in model.parameters()])
 
     return _timed(step, dist.barrier, a, t_init, dist.destroy_process_group)
 
