@@ -19,6 +19,19 @@ def test_dtype_is_numpy_dtype():
     assert not hasattr(spx, "set_default_dtype")  # no faithful equivalent (see spx.ops.types)
 
 
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "int32", "uint8", "bool"])
+def test_dtype_names_behave_as_torchs_dtype_objects(name):
+    """torch's idioms on dtypes: identity, isinstance, dict keys and sets. spx.float32 was
+    JAX's scalar type: == a tensor's dtype, but `is`, isinstance and hashing all failed."""
+    t_dtype, s_dtype = getattr(torch, name), getattr(spx, name)
+    t_x, s_x = torch.zeros(2, dtype=t_dtype), spx.zeros(2, dtype=s_dtype)
+    assert (t_x.dtype is t_dtype) and (s_x.dtype is s_dtype)
+    assert isinstance(t_dtype, torch.dtype) and isinstance(s_dtype, spx.dtype)
+    assert {t_dtype: "yes"}[t_x.dtype] == {s_dtype: "yes"}[s_x.dtype] == "yes"
+    assert (t_x.dtype in {t_dtype}) and (s_x.dtype in {s_dtype})
+    assert s_x.to(spx.float32).dtype is spx.float32
+
+
 @pytest.mark.parametrize("a,b", PAIRS)
 def test_promote_types(a, b):
     want = torch.promote_types(getattr(torch, a), getattr(torch, b))
