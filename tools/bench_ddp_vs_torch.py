@@ -19,22 +19,21 @@ load hits them alike. The load average is printed with every launch and in the s
 
 Usage: ``python tools/bench_ddp_vs_torch.py [--nprocs 2 4] [--rounds 2] [--steps 30]``
 
-Results: one run of the defaults (4 blocks of width 128, batch 32x32 per rank, vocab 512,
-30 timed steps, 2 launches per job) on 2026-11-24, on the 2-core CPU box shared with other
-engineers' jobs (load average 1.56 at the start, 6.87 at the end), jax 0.10.2, torch 2.13.0::
+Results, 2026-11-26, 2-core CPU box, jax 0.10.2, torch 2.13.0, 20 timed steps, one launch per
+job, the machine otherwise idle (load 0.45 at the start)::
 
     processes  torch ms/step   spx eager ms/step (ratio)   spx compiled ms/step (ratio)   load
-    2          100.3  96.5     55.0  56.3  (0.57)           53.8  52.8  (0.55)            1.6-3.2
-    4          157.5 163.6    141.0 118.3  (0.81)          119.0 143.4  (0.79)            3.2-6.9
+    2          52.0            50.7  (0.97)                52.0  (1.00)                   0.5-1.4
+    4          102.3           106.5 (1.04)                101.0 (0.99)                   1.4-3.9
 
-(per-launch medians; the ratio is of the medians over both launches.) spx is faster than torch
-DDP on 2 and on 4 processes, eager as well as compiled. torch took 97 ms/step on 2 processes
-in this run, not the ~42 ms/step quoted in the issue; an earlier 10-step trial at load 1.3-1.7
-gave torch 71 ms/step, spx 54 (eager) / 53 (compiled). Four processes on two cores are
-compute-bound for both. What spx's DDP adds per step: two SUM all-reduces (the model's 658k
-parameters, 2.5 MiB, make a 0.75 MiB first bucket under torch's 1 MiB first-bucket cap and a
-1.76 MiB second one under the default 25 MiB cap) over the multi-process backend's gloo
-collectives, plus packing and unpacking (one jitted dispatch each per bucket).
+spx's DDP step is as fast as torch's (within this machine's ±5% between launches), not faster.
+An earlier run (2026-11-24) reported 0.55-0.81: other engineers' jobs loaded the box then
+(load 1.6-6.9), and torch, pinned to one thread per process, lost more to them than spx did
+(torch 97-164 ms/step there). Four processes on two cores are compute-bound for both. What
+spx's DDP adds per step: two SUM all-reduces (the model's 658k parameters, 2.5 MiB, make a 0.75
+MiB first bucket under torch's 1 MiB first-bucket cap and a 1.76 MiB second one under the
+default 25 MiB cap) over the multi-process backend's gloo collectives, plus packing and
+unpacking (one jitted dispatch each per bucket).
 """
 
 from __future__ import annotations
