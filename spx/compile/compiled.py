@@ -436,6 +436,11 @@ class CompiledFunction:
             new_values, out, written = program(
                 sharing.strip(live, program.in_shared), const, hparams, dyn
             )
+        except jax.errors.UnexpectedTracerError as e:
+            clearer = diagnostics.explain_trace_error(e, self.fn)
+            if clearer is None:
+                raise
+            raise clearer from e
         except (jax.errors.JaxRuntimeError, ValueError) as e:
             if last is None or not any(m in str(e) for m in _DONATION_REFUSED):
                 raise

@@ -79,6 +79,8 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
         A ``TypeError`` (an ``IndexError`` for boolean masks) naming the user's line and the
         fix, to be raised ``from error``; None when ``error`` is of another kind.
     """
+    if isinstance(error, jax.errors.UnexpectedTracerError) and "key<" in str(error):
+        return _nested_random_draw(error, fn)
     kind = _kind(error)
     if kind is None:
         return None
@@ -94,6 +96,26 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
     )
     cls = IndexError if isinstance(error, IndexError) else TypeError
     return cls(message)
+
+
+MSG_NESTED_RANDOM = (
+    "spx.compile: the step {name!r} drew random numbers (nn.Dropout in training mode, "
+    "spx.randn, ...) inside a JAX transform nested in it (jax.checkpoint, jax.lax.scan, "
+    "jax.vmap, ...){at}\nspx.compile threads the generator's key through the step as state, "
+    "but a key split inside the nested transform belongs to that transform's trace and "
+    "cannot be written back.\n"
+    "Fix, any of:\n"
+    "    key = spx.random.next_key()      # in the step, outside the nested transform\n"
+    "    jax.checkpoint(lambda x, k: F.dropout(block(x), p, training=True, key=k))(x, key)\n"
+    "    model.eval()                      # no dropout, no draw"
+)
+
+
+def _nested_random_draw(error: BaseException, fn: Callable[..., Any]) -> BaseException:
+    where = _user_code.from_traceback(error.__traceback__)
+    at = f", at\n  {where}" if where is not None else ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    return RuntimeError(MSG_NESTED_RANDOM.format(name=name, at=at))
 
 
 # -- containers that collected placeholders ------------------------------------------------------

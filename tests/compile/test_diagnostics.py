@@ -11,6 +11,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx.nn import functional as F
 
 X = jnp.ones((4, 3))
 
@@ -160,3 +161,32 @@ def test_a_python_int_that_changes_every_call_warns_like_a_new_shape():
     for k in range(12):
         step_t(model, x, spx.tensor(float(k)))
     assert step_t.trace_count == 1
+
+
+def test_dropout_inside_a_nested_jax_transform_names_the_cause_and_the_fix():
+    """Dropout inside jax.checkpoint inside spx.compile raised JAX's bare UnexpectedTracerError
+    about a 'key<fry>' escaping; now the error says why and shows code that works."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    x = spx.ones(2, 4)
+
+    @spx.compile
+    def step(m, x):
+        return jax.checkpoint(lambda x: m(x))(x).sum()
+
+    with pytest.raises(RuntimeError, match=r"(?s)inside a JAX transform nested in it.*next_key"):
+        step(model, x)
+    spx.randn(2)  # the generator is still usable
+
+    # The fix the message shows: a key drawn in the step, passed into the nested transform.
+    lin = nn.Linear(4, 4)
+
+    @spx.compile
+    def fixed(lin, x):
+        key = spx.random.next_key()
+        dropped = jax.checkpoint(lambda x, k: F.dropout(lin(x), 0.5, training=True, key=k))
+        return dropped(x, key)
+
+    first, second = fixed(lin, x), fixed(lin, x)
+    assert not np.array_equal(first.numpy(), second.numpy())  # a fresh mask per call
+    kept = first.numpy() != 0
+    np.testing.assert_allclose(first.numpy()[kept], 2 * lin(x).detach().numpy()[kept], rtol=1e-6)
