@@ -176,6 +176,11 @@ def worker_env(worker: Worker, group: GroupInfo, environ: dict[str, str]) -> dic
     if omp is not None:
         env["OMP_NUM_THREADS"] = omp
     ids = local_device_ids(worker.local_rank, group.local_world_size, group.num_gpus)
+    # Workers of this node given the same GPUs as this one (more than 1: more workers than GPUs).
+    sharers = sum(
+        local_device_ids(r, group.local_world_size, group.num_gpus) == ids
+        for r in range(group.local_world_size)
+    )
     if group.virtual_local_rank:
         env["LOCAL_RANK"] = "0"
         visible = environ.get("CUDA_VISIBLE_DEVICES")
@@ -198,7 +203,6 @@ def worker_env(worker: Worker, group: GroupInfo, environ: dict[str, str]) -> dic
         env["JAX_NUM_CPU_DEVICES"] = "1"
     if ids is not None:
         env[LOCAL_DEVICE_IDS_ENV] = ",".join(map(str, ids))
-        sharers = -(-group.local_world_size // group.num_gpus)
         if sharers > 1 and not any(k in environ for k in _GPU_MEMORY_SETTINGS):
             # JAX preallocates 75% of a GPU per process: a second worker on the same GPU would
             # run out of memory at its first array. Split that 75% between the sharers.

@@ -69,21 +69,27 @@ def test_local_device_ids_split_gpus_evenly():
     assert devices.local_device_ids(0, 2, 0) is None
 
 
-def test_workers_get_their_device_ids(tmp_path, fake_gpus):
+def _workers_env(tmp_path, env, args, keys):
+    """Run spx-run with ``args`` on a script that dumps ``keys`` of each worker's environment;
+    returns the launcher's process and one dict per global rank."""
     script(
         tmp_path,
         "d.py",
         "import json, os\n"
-        "json.dump({k: os.environ.get(k) for k in ('SPX_LOCAL_DEVICE_IDS', 'LOCAL_RANK', "
-        "'CUDA_VISIBLE_DEVICES')}, open('d.' + os.environ['RANK'], 'w'))\n",
+        f"json.dump({{k: os.environ.get(k) for k in {tuple(keys)!r}}}, "
+        "open('d.' + os.environ['RANK'], 'w'))\n",
     )
+    proc = run([*SPX_RUN, *args, "d.py"], cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    n = len(list(tmp_path.glob("d.[0-9]*")))
+    return proc, [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(n)]
+
+
+def test_workers_get_their_device_ids(tmp_path, fake_gpus):
+    keys = ("SPX_LOCAL_DEVICE_IDS", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES")
     env = clean_env(PATH=fake_gpus)
     port = str(free_ports())
-    proc = run(
-        [*SPX_RUN, "--nproc-per-node", "gpu", "--master-port", port, "d.py"], cwd=tmp_path, env=env
-    )
-    assert proc.returncode == 0, proc.stderr
-    got = [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(4)]
+    _, got = _workers_env(tmp_path, env, ["--nproc-per-node", "gpu", "--master-port", port], keys)
     assert [g["SPX_LOCAL_DEVICE_IDS"] for g in got] == ["0", "1", "2", "3"]
     assert all(g["CUDA_VISIBLE_DEVICES"] is None for g in got)  # as torchrun: not narrowed
     # --virtual-local-rank: one GPU per worker, seen as device 0.
@@ -167,20 +173,18 @@ def test_the_runtime_takes_the_gpus_spx_run_names(monkeypatch):
 def test_more_workers_than_gpus_warn_and_share_memory(tmp_path, fake_gpus):
     """6 workers on 4 GPUs: spx-run says collectives will fail (NCCL: one GPU per rank), the
     workers share GPUs round-robin and split JAX's preallocation."""
-    script(
-        tmp_path,
-        "d.py",
-        "import json, os\n"
-        "json.dump({k: os.environ.get(k) for k in ('SPX_LOCAL_DEVICE_IDS', "
-        "'XLA_PYTHON_CLIENT_MEM_FRACTION')}, open('d.' + os.environ['RANK'], 'w'))\n",
-    )
+    keys = ("SPX_LOCAL_DEVICE_IDS", "XLA_PYTHON_CLIENT_MEM_FRACTION")
     env = clean_env(PATH=fake_gpus)
     port = str(free_ports())
-    proc = run(
-        [*SPX_RUN, "--nproc-per-node", "6", "--master-port", port, "d.py"], cwd=tmp_path, env=env
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc, got = _workers_env(tmp_path, env, ["--nproc-per-node", "6", "--master-port", port], keys)
     assert "6 workers share 4 GPU(s) of this node" in proc.stderr
-    got = [json.loads((tmp_path / f"d.{r}").read_text()) for r in range(6)]
     assert [g["SPX_LOCAL_DEVICE_IDS"] for g in got] == ["0", "1", "2", "3", "0", "1"]
-    assert {g["XLA_PYTHON_CLIENT_MEM_FRACTION"] for g in got} == {"0.375"}
+    # GPUs 0 and 1 hold two workers each, GPUs 2 and 3 one: only the sharers split memory.
+    assert [g["XLA_PYTHON_CLIENT_MEM_FRACTION"] for g in got] == [
+        "0.375",
+        "0.375",
+        None,
+        None,
+        "0.375",
+        "0.375",
+    ]
