@@ -98,6 +98,10 @@ class _Plan:
         return self.hparams_arrays
 
     last: tuple[_Program, Callable[[list[Any]], None]] | None = None
+    # For a call with positional arguments only, each one a stateful object or an array: per
+    # argument the object itself (state) or None (an array input). A later call with the same
+    # objects in the same places and arrays elsewhere skips flattening and re-planning.
+    positional: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -155,6 +159,41 @@ def _fast_flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any] | None:
     if treedef is None:
         treedef = _TREEDEFS[n] = jax.tree_util.tree_structure(((0,) * n, {}))
     return list(args), treedef
+
+
+def _positional(leaves: list[Any], kinds: tuple[str, ...], treedef: Any) -> tuple | None:
+    """The plan's ``positional`` pattern, or None when the call is not of that form."""
+    expected = _TREEDEFS.get(len(leaves))
+    if expected is None or treedef != expected:
+        return None
+    pattern = []
+    for x, kind in zip(leaves, kinds, strict=True):
+        if kind == "state":
+            pattern.append(x)
+        elif kind == "dyn" and _plain_array(x):
+            pattern.append(None)
+        else:
+            return None
+    return tuple(pattern)
+
+
+def _plain_array(x: Any) -> bool:
+    """An array input as such (not state): a Tensor without requires_grad, or a jax array."""
+    return (type(x) is Tensor and not x._rg) or isinstance(x, jax.Array)
+
+
+def _same_positional(plan: _Plan, args: tuple) -> bool:
+    """Whether ``args`` fit the plan's positional pattern (see :attr:`_Plan.positional`)."""
+    pattern = plan.positional
+    if pattern is None or len(args) != len(pattern) or plan.epoch != _structure.EPOCH:
+        return False
+    for x, obj in zip(args, pattern, strict=True):
+        if obj is None:
+            if not _plain_array(x):
+                return False
+        elif x is not obj or (type(x) is Tensor and not x._rg):
+            return False  # another object, or a leaf tensor that stopped requiring grad
+    return True
 
 
 _LEAF_TYPES = (Tensor, jax.Array, np.ndarray)
@@ -224,6 +263,7 @@ class CompiledFunction:
             kinds=kinds,
             static_key=static_key,
             static_leaves=tuple(static_leaves),
+            positional=_positional(leaves, kinds, treedef),
         )
 
     def _plan_for(self, leaves: list[Any], treedef: Any) -> _Plan:
@@ -410,13 +450,17 @@ class CompiledFunction:
             # are computed now, from the arrays they were recorded on: inside the trace they
             # would become tracers, and the program donates the parameters' old arrays.
             recorded.flush()
-        flat = _fast_flatten(args, kwargs)
-        leaves, treedef = flat if flat is not None else flatten_args((args, kwargs))
-        plan = self._plan_for(leaves, treedef)
+        plan = self._plan
+        if plan is not None and not kwargs and _same_positional(plan, args):
+            leaves, dyn = args, [x for x, o in zip(args, plan.positional, strict=True) if o is None]
+        else:
+            flat = _fast_flatten(args, kwargs)
+            leaves, treedef = flat if flat is not None else flatten_args((args, kwargs))
+            plan = self._plan_for(leaves, treedef)
+            dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
         binding = plan.binding
         flat_state = binding.read_flat()
         hparams = plan.hparam_arrays(binding.read_hparams())
-        dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
         for x in dyn:
             if type(x) is Tensor and x._cur().node.requires_grad:
                 raise TypeError(_ARGUMENT_WITH_HISTORY.format(shape=list(x.shape)))

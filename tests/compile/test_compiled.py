@@ -459,3 +459,41 @@ def test_an_argument_with_autograd_history_is_a_clear_error():
     f = spx.compile(lambda m, h: m(jnp.ones((2, 6))).sum() * h)
     with pytest.raises(TypeError, match=r"autograd history.*t\.detach\(\)"):
         f(s, h)
+
+
+def test_a_call_with_other_objects_or_roles_is_not_taken_for_the_last_one():
+    """Repeated calls skip re-planning; a call with another model, or with a tensor that began
+    or stopped requiring grad, still binds what it was given (a hand-computed reference)."""
+
+    @spx.compile
+    def step(w, x):
+        loss = (w * x).sum()
+        if w.requires_grad:
+            loss.backward()
+        return loss
+
+    x = spx.tensor([1.0, 2.0, 3.0])
+    a, b = spx.tensor([1.0, 1.0, 1.0]), spx.tensor([2.0, 0.0, 1.0])
+    assert step(a, x).item() == 6.0  # a: an array input (no grad)
+    assert step(b, x).item() == 5.0  # another tensor in the same place
+    b.requires_grad_()  # now trainable state: backward reaches its .grad
+    assert step(b, x).item() == 5.0
+    assert b.grad.tolist() == [1.0, 2.0, 3.0]
+    b.requires_grad_(False)  # an input again: no new gradient
+    b.grad = None
+    assert step(b, x).item() == 5.0
+    assert b.grad is None
+
+    _, s1 = _pair(0)
+    _, s2 = _pair(1)
+    o1, o2 = (spx.optim.SGD(m.parameters(), lr=0.1) for m in (s1, s2))
+    ((xs, ys),) = _batches(1)
+    before1 = s1[0].weight.detach().numpy().copy()
+    before2 = s2[0].weight.detach().numpy().copy()
+    train = spx.compile(_train_step.fn)
+    train(s1, o1, jnp.asarray(xs), jnp.asarray(ys))
+    after1 = s1[0].weight.detach().numpy().copy()
+    train(s2, o2, jnp.asarray(xs), jnp.asarray(ys))  # the second model steps, not the first
+    np.testing.assert_array_equal(s1[0].weight.detach().numpy(), after1)
+    assert not np.array_equal(after1, before1)
+    assert not np.array_equal(s2[0].weight.detach().numpy(), before2)
