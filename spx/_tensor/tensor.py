@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src.core import trace_state_clean as _trace_state_clean
 
-from spx._tensor import graph, program
+from spx._tensor import graph, numpy_names, program
 from spx._tensor.dispatch import apply, new_storage
 from spx._tensor.graph import LEAF, Node, Storage, value_node
 from spx._tensor.methods.autograd import AutogradMethods
@@ -428,3 +428,4 @@ def is_tensor(obj: Any) -> bool:
 
 # Shown as spx.Tensor (as torch shows torch.Tensor), not the private module path.
 Tensor.__module__ = "spx"
+numpy_names.accept_methods(Tensor)

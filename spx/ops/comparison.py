@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import math as _m
 from spx._tensor.tensor import Tensor
@@ -113,3 +114,7 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The ``k``-th smallest element along ``dim`` and its index (mirrors torch)."""
     return tensor_arg(input, "kthvalue").kthvalue(k, dim, keepdim)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

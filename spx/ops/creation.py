@@ -21,6 +21,7 @@ import numpy as np
 from spx import _context, _validate
 from spx import random as spx_random
 from spx._host import device_array
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.tensor import Tensor
@@ -380,3 +381,7 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, **_) -> Tensor:
     """``(2, N)`` coordinates of the upper triangle of a ``row x col`` matrix."""
     return _triangle("triu", row, col, offset, dtype, device)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import math as _m
 from spx._tensor.tensor import Tensor
@@ -271,3 +272,7 @@ def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Tensor
     x = tensor_arg(input, "put")
     idx = tensor_arg(index, "put", "index")
     return x.put(idx, tensor_arg(source, "put", "source"), accumulate)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

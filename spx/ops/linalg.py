@@ -16,6 +16,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.tensor import Tensor
 from spx.ops._args import operand, tensor_arg
@@ -248,3 +249,7 @@ def matrix_exp(input: Any) -> Tensor:
 def pinverse(input: Any, rcond: float = 1e-15) -> Tensor:
     """The Moore-Penrose pseudo-inverse (mirrors ``torch.pinverse``)."""
     return tensor_arg(input, "pinverse").pinverse(rcond)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

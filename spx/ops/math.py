@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import math as _m
 from spx._tensor.tensor import Tensor
@@ -210,3 +211,7 @@ def polygamma(n: int, input: Any) -> Tensor:
 def mvlgamma(input: Any, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension ``p`` (mirrors ``torch.mvlgamma``)."""
     return tensor_arg(input, "mvlgamma").mvlgamma(p)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

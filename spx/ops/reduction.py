@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spx._tensor import numpy_names
 from spx._tensor.tensor import Tensor
 from spx.ops._args import tensor_arg
 
@@ -288,3 +289,7 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any 
 def corrcoef(input: Any) -> Tensor:
     """Pearson correlation coefficients of the rows (mirrors ``torch.corrcoef``)."""
     return tensor_arg(input, "corrcoef").corrcoef()
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
+from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.tensor import Tensor
 from spx.ops._args import is_number, tensor_arg
@@ -127,3 +128,7 @@ def poisson(input: Any, generator: Any = None) -> Tensor:
     """Poisson draws with rates ``input`` (floats, like ``input``; mirrors ``torch.poisson``)."""
     x = tensor_arg(input, "poisson")
     return apply(_poisson, (), (_key(generator), x))
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)

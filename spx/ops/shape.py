@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _user_code
-from spx._tensor import _dims
+from spx._tensor import _dims, numpy_names
 from spx._tensor._dims import Size
 from spx._tensor.dispatch import apply
 from spx._tensor.tensor import Tensor
@@ -566,3 +566,7 @@ def block_diag(*tensors: Any) -> Tensor:
 
 def _empty_matrix() -> Any:
     return jnp.zeros((1, 0), jnp.float32)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)
