@@ -119,9 +119,12 @@ def backward(
     targets = None if inputs is None else _as_list(inputs)
     cuts = None if targets is None else [t._ref(True) for t in targets]
 
+    def receiver(diff: Any) -> Any:
+        # A LEAF node or a Retained names its tensor; with ``inputs`` a position names one.
+        return targets[diff] if type(diff) is int else diff.leaf
+
     def accumulate(diff: Any) -> Any:
-        t = diff.leaf if targets is None else targets[diff]
-        grad = t._grad
+        grad = receiver(diff)._grad
         return None if grad is None else grad._ref(False)
 
     grads, diffs = program.run(
@@ -130,8 +133,9 @@ def backward(
         cuts=cuts,
         accumulate=accumulate,
         retain_graph=bool(retain_graph),
+        retained=_retained(),
     )
-    leaves = [diff.leaf if targets is None else targets[diff] for diff in diffs]
+    leaves = [receiver(diff) for diff in diffs]
     for g, leaf in zip(grads, leaves, strict=True):
         _set_grad(leaf, g)
     run_post_backward(leaves)
@@ -175,9 +179,14 @@ def grad(
     roots, cots = _roots_and_cotangents(outs, _as_list(grad_outputs))
     grads, diffs = program.run(
         roots=roots, cotangents=cots, cuts=[t._ref(True) for t in ins],
-        retain_graph=bool(retain_graph),
+        accumulate=_accumulate_retained, retain_graph=bool(retain_graph), retained=_retained(),
     )  # fmt: skip
-    found: dict[int, Any] = dict(zip(diffs, grads, strict=True))
+    found: dict[int, Any] = {}
+    for d, g in zip(diffs, grads, strict=True):
+        if type(d) is int:
+            found[d] = g
+        else:  # a tensor that retains its grad gets it, as in torch
+            _set_grad(d.leaf, g)
     result = []
     for k, t in enumerate(ins):
         if k in found:
@@ -189,6 +198,31 @@ def grad(
         else:
             raise RuntimeError(_UNUSED)
     return tuple(result)
+
+
+def _retained() -> dict[tuple[int, int], Any] | None:
+    """``(id(node), idx) -> tensor`` of this thread's live tensors that called retain_grad().
+
+    Read at each backward from the tensors' current values, so an in-place write after
+    ``retain_grad()`` moves the retained gradient to the new value, as in torch.
+    """
+    tensors = graph.STATE.retained
+    if not tensors:
+        return None
+    out = {}
+    for t in list(tensors):
+        s = t._cur()
+        if s.node.requires_grad:
+            out[(id(s.node), s.idx)] = t
+    return out
+
+
+def _accumulate_retained(diff: Any) -> Any:
+    """``autograd.grad`` accumulates into nothing but the ``.grad`` of retaining tensors."""
+    if type(diff) is int:
+        return None
+    grad = diff.leaf._grad
+    return None if grad is None else grad._ref(False)
 
 
 # -- post-backward callbacks -------------------------------------------------------------------
@@ -235,6 +269,3 @@ def _no_create_graph(create_graph: bool) -> None:
 def compute(storages: Sequence[Storage]) -> None:
     """Compute these storages (and everything pending on this thread) now."""
     program.run(list(storages))
-
-
-del graph

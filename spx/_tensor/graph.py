@@ -124,6 +124,8 @@ class _ThreadState(threading.local):
         # passing a model to a JAX transform is a deliberate functional use, not a jnp call
         # that would drop gradients (see Tensor's pytree flatten).
         self.owned: set[int] = set()
+        # Non-leaf tensors that called retain_grad(); backward() gives each its .grad.
+        self.retained: weakref.WeakSet = weakref.WeakSet()
 
 
 STATE = _ThreadState()

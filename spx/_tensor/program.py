@@ -51,9 +51,14 @@ class _Walk:
     Args:
         cuts: for ``autograd.grad``: the ``(node, idx)`` outputs to differentiate with respect
             to; None to differentiate with respect to every grad leaf reached.
+        retained: ``(id(node), idx) -> tensor`` of the non-leaf tensors whose ``.grad`` is
+            kept (``retain_grad()``): each output reached in the grad graph gets a tap (see
+            :meth:`_retain`) whose gradient is that tensor's.
     """
 
-    def __init__(self, cuts: Sequence[Ref] | None) -> None:
+    def __init__(
+        self, cuts: Sequence[Ref] | None, retained: dict[tuple[int, int], Any] | None = None
+    ) -> None:
         self.entries: list[tuple] = []
         self.deps: list[bool] = []  # per entry: depends on a differentiated input
         self.slot_dep: list[bool] = []  # per slot
@@ -66,6 +71,8 @@ class _Walk:
         self.diffs: list[Any] = []
         self.cuts = None if cuts is None else {(id(n), i): k for k, (n, i) in enumerate(cuts)}
         self.cut_slots: dict[tuple[int, int], int] = {}
+        self.retained = retained
+        self.redirect: dict[tuple[int, int], int] = {}  # (id(node), idx) -> its tap's slot
 
     def _new_slots(self, n: int, dep: bool) -> int:
         first = self.n_slots
@@ -114,15 +121,19 @@ class _Walk:
                     slot = self.cut_slots[key] = self._cut(node, idx, k)
                 return slot
         first = self.base.get(id(node))
-        if first is not None:
-            return first + idx
-        if grad and self._grad_through(node):
-            self._visit(node, True)
-        elif node.values is not None:
-            return self._input(node.values[idx], (id(node), idx))
-        else:
-            self._visit(node, False)
-        return self.base[id(node)] + idx
+        if first is None:
+            if grad and self._grad_through(node):
+                self._visit(node, True)
+            elif node.values is not None:
+                return self._input(node.values[idx], (id(node), idx))
+            else:
+                self._visit(node, False)
+            first = self.base[id(node)]
+        if grad and self.redirect:
+            tap = self.redirect.get((id(node), idx))
+            if tap is not None:
+                return tap
+        return first + idx
 
     def _cut(self, node: Node, idx: int, k: int) -> int:
         """The slot of an ``autograd.grad`` input: a differentiated variable in its place.
@@ -177,6 +188,47 @@ class _Walk:
             self.deps.append(dep)
             self.replayed.append((node, grad))
             base[id(node)] = first
+            if grad and self.retained:
+                for idx in range(len(node.avals)):
+                    tensor = self.retained.get((id(node), idx))
+                    if tensor is not None:
+                        self._retain(node, idx, first + idx, tensor)
+
+    def _retain(self, node: Node, idx: int, slot: int, tensor: Any) -> None:
+        """Tap output ``idx`` of ``node`` for ``tensor.retain_grad()``: later uses in the grad
+        graph read ``value + zero`` with ``zero`` a differentiated input, whose gradient is the
+        gradient with respect to the output (as :meth:`_cut` does for ``autograd.grad``)."""
+        aval = node.avals[idx]
+        zero = self._diff(self._input(_zeros(aval.shape, aval.dtype), None), Retained(tensor))
+        tap = self._new_slots(1, True)
+        self.entries.append((_tap, (), (slot, zero), 1))
+        self.deps.append(True)
+        self.redirect[(id(node), idx)] = tap
+
+
+class Retained:
+    """A differentiated input standing for a non-leaf tensor that retains its grad.
+
+    ``leaf`` is the tensor whose ``.grad`` receives the gradient (named as a LEAF node's is).
+    """
+
+    __slots__ = ("leaf",)
+
+    def __init__(self, tensor: Any) -> None:
+        self.leaf = tensor
+
+
+_ZEROS: dict[tuple, Any] = {}
+
+
+def _zeros(shape: tuple, dtype: Any) -> Any:
+    """A cached array of zeros (immutable, so one per shape and dtype serves every tap)."""
+    key = (shape, dtype)
+    z = _ZEROS.get(key)
+    if z is None:
+        with jax.ensure_compile_time_eval():
+            z = _ZEROS[key] = jnp.zeros(shape, dtype)
+    return z
 
 
 def _tap(value: Any, zero: Any) -> Any:
@@ -249,6 +301,7 @@ def run(
     accumulate: Callable[[Any], Ref | None] | None = None,
     retain_graph: bool = False,
     with_pending: bool = True,
+    retained: dict[tuple[int, int], Any] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """Compute ``wanted`` and every alive pending storage; with ``roots``, backpropagate.
 
@@ -263,11 +316,14 @@ def run(
         retain_graph: keep the traversed graph for another backward.
         with_pending: also compute the thread's other pending storages (False: ``wanted``
             only, e.g. module state that must become concrete under a foreign transform).
+        retained: ``(id(node), idx) -> tensor`` of non-leaf tensors that retain their grad;
+            their gradients come back with the others, each with a :class:`Retained`.
 
     Returns:
-        ``(grads, diffs)``: the gradients, and for each the LEAF node or position in ``cuts``.
+        ``(grads, diffs)``: the gradients, and for each the LEAF node, position in ``cuts`` or
+        :class:`Retained`.
     """
-    walk = _Walk(cuts)
+    walk = _Walk(cuts, retained if roots else None)
     for node, _ in roots:
         if node.freed:
             raise RuntimeError(BACKWARD_TWICE)
@@ -311,7 +367,7 @@ def run(
         # traceback) can never be computed, and values on another device cannot share one
         # program. Compute what is needed now; the others are computed when they are read
         # (and only their own reader sees an error).
-        return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False)
+        return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False, retained)
     it = iter(values)
     for node in targets:
         node.values = tuple(next(it) for _ in node.avals)

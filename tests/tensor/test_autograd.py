@@ -294,6 +294,53 @@ def test_grad_of_non_leaf_warns():
             assert y.grad is None
 
 
+def test_retain_grad_keeps_and_accumulates_non_leaf_grads():
+    def fn(lib):
+        w, x = _leaves(lib)
+        b = lib.zeros(2, requires_grad=True)
+        h = x @ w + b
+        h.retain_grad()
+        a = h.tanh()
+        a.retain_grad()
+        loss = (a**2).mean()
+        loss.retain_grad()
+        loss.backward(retain_graph=True)
+        first = (h.grad.clone(), a.grad.clone(), loss.grad.clone(), w.grad.clone())
+        loss.backward()  # accumulates into the retained grads as into the leaves'
+        flags = lib.tensor([h.retains_grad, w.retains_grad, x.retains_grad])
+        return first, (h.grad, a.grad, loss.grad, w.grad), flags
+
+    _both(fn)
+
+
+def test_retain_grad_follows_views_in_place_writes_and_autograd_grad():
+    def fn(lib):
+        w, x = _leaves(lib)
+        h = x @ w
+        h.retain_grad()
+        v = h.view(-1)
+        (v * v).sum().backward()  # the gradient reaches h through its view
+        g = (x @ w) * 3
+        g.retain_grad()
+        g.mul_(2)  # retained: the gradient with respect to the value after the write
+        (g * g).sum().backward()
+        k = (x @ w).exp()
+        k.retain_grad()
+        (dw,) = lib.autograd.grad((k * x.sum(1, keepdim=True)).sum(), w)
+        return h.grad, g.grad, k.grad, dw
+
+    _both(fn)
+
+
+def test_retain_grad_on_leaves_and_constants():
+    for lib in (torch, spx):
+        w, x = _leaves(lib)
+        w.retain_grad()  # a leaf: nothing to do
+        assert not w.retains_grad
+        with pytest.raises(RuntimeError, match="requires_grad=False"):
+            x.retain_grad()
+
+
 def test_assigned_grad_checks():
     w = spx.ones(2, requires_grad=True)
     w.grad = spx.full((2,), 3.0)

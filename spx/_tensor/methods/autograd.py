@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _user_code
+from spx._tensor import graph
 
 
 class GradFn:
@@ -99,7 +100,7 @@ class AutogradMethods:
 
     @property
     def grad(self) -> Any:
-        if not self.is_leaf:
+        if not self.is_leaf and not self.__dict__.get("_retains_grad"):
             _user_code.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
@@ -145,17 +146,31 @@ class AutogradMethods:
         return self
 
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for a non-leaf tensor (not supported: raises with the alternative)."""
+        """Keep ``.grad`` for this non-leaf tensor after ``backward()`` (mirrors torch).
+
+        Each backward through the tensor accumulates into its ``.grad`` as into a leaf's;
+        ``autograd.grad`` sets it too. For a leaf it does nothing (leaves keep theirs).
+
+        Example:
+            >>> import spx
+            >>> x = spx.ones(2, requires_grad=True)
+            >>> y = x * 2
+            >>> y.retain_grad()
+            >>> (y * y).sum().backward()
+            >>> y.grad.tolist()
+            [4.0, 4.0]
+        """
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf:
             return
-        raise NotImplementedError(
-            "retain_grad() on a non-leaf tensor is not supported by spx; get the gradient with "
-            "spx.autograd.grad(loss, intermediate, retain_graph=True)"
-        )
+        self.__dict__["_retains_grad"] = True
+        graph.STATE.retained.add(self)
 
     @property
     def retains_grad(self) -> bool:
-        return False
+        """Whether this non-leaf tensor called ``retain_grad()`` (False for leaves)."""
+        return bool(self.__dict__.get("_retains_grad")) and not self.is_leaf
 
     def register_hook(self, hook: Callable[[Any], Any]) -> Any:
         """Call ``hook(grad)`` when a gradient is accumulated into this leaf's ``.grad``.
@@ -167,7 +182,8 @@ class AutogradMethods:
         if not self.is_leaf:
             raise NotImplementedError(
                 "register_hook on a non-leaf tensor is not supported by spx; register it on a "
-                "leaf (a Parameter) or use spx.autograd.grad on the intermediate"
+                "leaf (a Parameter), or call .retain_grad() on the intermediate and read its "
+                ".grad after backward()"
             )
         hooks = self.__dict__.setdefault("_grad_hooks", [])
         hooks.append(hook)
