@@ -37,7 +37,14 @@ microbatches), 2026-11-26, torch set to one thread per process in both places:
     time to first step, 1st / 2nd launch: 2-core box 7.4 / 3.6 s (0.49) on 2 processes,
     10.1 / 5.0 s (0.49) on 4; 16 cores 4.2 / 4.1 s (0.97) and 5.9 / 4.0 s (0.68); torch 4.8-10.1 s
 
-**The step-time target (spx/torch <= 0.5) is not met: spx is 1.16-1.57x torch's step time.**
+A run of 2026-11-26 13:35 (2-core box, load 1.0-2.5), with the compute floor measured in the same
+run (``tools/_compute_floor.py``: the whole model's step over the 8 microbatches alone on one
+core, raw ``jax.jit`` 42.0 ms, torch eager 37.4 ms, jax/torch 1.12): 2 processes spx 51.4 vs
+torch 42.0 ms/step (1.22), 4 processes 88.1 vs 50.8 (1.74); time to first step of the second
+launch 0.45x / 0.48x the first. (Pinning each spx rank to one core, tried the same day, gave
+1.60 / 1.48: not a fix.)
+
+**The step-time target (spx/torch <= 0.5) is not met: spx is 1.16-1.74x torch's step time.**
 (The 0.52-1.07 of an earlier run, 2026-11-24, compared against torch slowed by other jobs on the
 box: 97-111 ms/step then, 43 ms/step on a quiet box now.) Why:
 
@@ -299,6 +306,10 @@ def main() -> None:
         f"{a.rounds} launches per job; {os.cpu_count()} CPUs",
         flush=True,
     )
+    import _compute_floor
+
+    floor = _compute_floor.measure(a.blocks, a.width, a.vocab, a.batch, a.seq, a.microbatches)
+    print(_compute_floor.describe(floor), flush=True)
     loads = [load()]
     summary = []
     with tempfile.TemporaryDirectory(prefix="bench-pp-cache-") as caches:
@@ -323,6 +334,7 @@ def main() -> None:
             summary.append(_summary(n, runs, min(seen), max(seen)))
             loads += seen
     print("\n".join(summary))
+    print(_compute_floor.describe(floor))
     print(f"load average over the whole run: {min(loads):.2f} .. {max(loads):.2f}")
 
 
