@@ -133,7 +133,7 @@ def backward(
         cuts=cuts,
         accumulate=accumulate,
         retain_graph=bool(retain_graph),
-        retained=_retained(),
+        retained=_retained(cuts),
     )
     leaves = [receiver(diff) for diff in diffs]
     for g, leaf in zip(grads, leaves, strict=True):
@@ -177,15 +177,20 @@ def grad(
                 f"One of the differentiated Tensors (input {i}) does not require grad"
             )
     roots, cots = _roots_and_cotangents(outs, _as_list(grad_outputs))
+    cuts = [t._ref(True) for t in ins]
     grads, diffs = program.run(
-        roots=roots, cotangents=cots, cuts=[t._ref(True) for t in ins],
-        accumulate=_accumulate_retained, retain_graph=bool(retain_graph), retained=_retained(),
+        roots=roots, cotangents=cots, cuts=cuts, accumulate=_accumulate_retained,
+        retain_graph=bool(retain_graph), retained=_retained(cuts),
     )  # fmt: skip
     found: dict[int, Any] = {}
     for d, g in zip(diffs, grads, strict=True):
         if type(d) is int:
             found[d] = g
-        else:  # a tensor that retains its grad gets it, as in torch
+            t = ins[d]
+            if t.__dict__.get("_retains_grad") and not t.is_leaf:
+                # An input that retains its grad gets the gradient added, as in torch.
+                _set_grad(t, g if t._grad is None else t._grad._value() + g)
+        else:  # a tensor between the outputs and the inputs that retains its grad
             _set_grad(d.leaf, g)
     result = []
     for k, t in enumerate(ins):
@@ -200,20 +205,28 @@ def grad(
     return tuple(result)
 
 
-def _retained() -> dict[tuple[int, int], Any] | None:
+def _retained(cuts: list | None = None) -> dict[tuple[int, int], Any] | None:
     """``(id(node), idx) -> tensor`` of this thread's live tensors that called retain_grad().
 
     Read at each backward from the tensors' current values, so an in-place write after
-    ``retain_grad()`` moves the retained gradient to the new value, as in torch.
+    ``retain_grad()`` moves the retained gradient to the new value, as in torch. With ``cuts``
+    (``inputs=``) only the tensors torch's engine passes through on its way to the inputs
+    count: those from which an input is reachable, and not the inputs themselves (their
+    gradient is the input's own).
     """
     tensors = graph.STATE.retained
     if not tensors:
         return None
+    cut_keys = None if cuts is None else {(id(n), i) for n, i in cuts}
     out = {}
-    for t in list(tensors):
+    for t in list(tensors.values()):
         s = t._cur()
-        if s.node.requires_grad:
-            out[(id(s.node), s.idx)] = t
+        key = (id(s.node), s.idx)
+        if not s.node.requires_grad:
+            continue
+        if cut_keys is not None and (key in cut_keys or not program.reaches(s.node, cut_keys)):
+            continue
+        out[key] = t
     return out
 
 

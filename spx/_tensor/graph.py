@@ -124,8 +124,9 @@ class _ThreadState(threading.local):
         # passing a model to a JAX transform is a deliberate functional use, not a jnp call
         # that would drop gradients (see Tensor's pytree flatten).
         self.owned: set[int] = set()
-        # Non-leaf tensors that called retain_grad(); backward() gives each its .grad.
-        self.retained: weakref.WeakSet = weakref.WeakSet()
+        # id -> non-leaf tensor that called retain_grad(); backward() gives each its .grad.
+        # (Keyed by id: a WeakSet would compare tensors with their elementwise __eq__.)
+        self.retained: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 STATE = _ThreadState()

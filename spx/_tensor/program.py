@@ -219,16 +219,38 @@ class Retained:
 
 
 _ZEROS: dict[tuple, Any] = {}
+_ZEROS_KEPT = 16  # the most recent shapes (a loop retains the same few every step)
 
 
 def _zeros(shape: tuple, dtype: Any) -> Any:
-    """A cached array of zeros (immutable, so one per shape and dtype serves every tap)."""
+    """An array of zeros, cached for the most recent shapes (immutable, so one serves every
+    tap of its shape; the cache is bounded for loops whose shapes vary)."""
     key = (shape, dtype)
-    z = _ZEROS.get(key)
+    z = _ZEROS.pop(key, None)
     if z is None:
         with jax.ensure_compile_time_eval():
-            z = _ZEROS[key] = jnp.zeros(shape, dtype)
+            z = jnp.zeros(shape, dtype)
+        if len(_ZEROS) >= _ZEROS_KEPT:
+            del _ZEROS[next(iter(_ZEROS))]
+    _ZEROS[key] = z
     return z
+
+
+def reaches(node: Node, keys: set[tuple[int, int]]) -> bool:
+    """Whether some ``(id(node), idx)`` of ``keys`` is among ``node``'s autograd ancestors."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        for inp in n.inputs:
+            if type(inp) is not tuple:
+                continue
+            if (id(inp[0]), inp[1]) in keys:
+                return True
+            child = inp[0]
+            if child.requires_grad and id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return False
 
 
 def _tap(value: Any, zero: Any) -> Any:
@@ -373,12 +395,27 @@ def run(
         node.values = tuple(next(it) for _ in node.avals)
     if roots and not retain_graph:
         # Free what this backward went through, as torch frees those nodes' saved tensors.
-        # Nodes computed here only as values stay usable for a backward of their own.
+        # Nodes computed here only as values stay usable for a backward of their own, and so
+        # do, with ``cuts``, the nodes torch's engine does not execute: those no input is
+        # reached through (the ancestors of a result given as input, say).
+        on_path = None if cuts is None else _on_path_to(walk.replayed, cuts)
         for node, in_grad_graph in walk.replayed:
-            if in_grad_graph and node.requires_grad:
+            if in_grad_graph and node.requires_grad and (on_path is None or id(node) in on_path):
                 node.freed = True
                 node.inputs = ()
     return grads, walk.diffs
+
+
+def _on_path_to(replayed: list[tuple[Node, bool]], cuts: Sequence[Ref]) -> set[int]:
+    """ids of the replayed nodes from which some cut is reached (one pass: children first)."""
+    keys = {(id(n), i) for n, i in cuts}
+    reach: set[int] = set()
+    for node, _ in replayed:
+        for inp in node.inputs:
+            if type(inp) is tuple and ((id(inp[0]), inp[1]) in keys or id(inp[0]) in reach):
+                reach.add(id(node))
+                break
+    return reach
 
 
 def flush() -> None:

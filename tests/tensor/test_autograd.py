@@ -332,6 +332,32 @@ def test_retain_grad_follows_views_in_place_writes_and_autograd_grad():
     _both(fn)
 
 
+def test_retain_grad_with_inputs_reaches_only_what_torchs_engine_reaches():
+    def fn(lib):
+        w, x = _leaves(lib)
+        w2 = w * 1.0
+        y = x @ w2
+        y.retain_grad()
+        y.retain_grad()  # twice: nothing more happens
+        assert y.float() is y  # an op returning self keeps the flag
+        (dy,) = lib.autograd.grad((y * y).sum(), [y], retain_graph=True)  # y is the input
+        first = y.grad.clone()
+        lib.autograd.grad((y * y).sum(), [y])  # and accumulates there
+        u = x @ w2
+        u.retain_grad()
+        v = u * 3
+        lib.autograd.grad((v * v).sum(), [v])  # stops at v: u is never reached
+        a = x @ w2
+        a.retain_grad()
+        (a * 2).sum().backward(inputs=[w2])  # w2 is a non-leaf input; a lies between
+        b, w3 = x @ w, w * 1.0
+        b.retain_grad()
+        (b.sum() * w3.sum()).backward(inputs=[w3])  # b is not on the way to w3
+        return dy, first, y.grad, u.grad is None, a.grad, b.grad is None
+
+    _both(fn)
+
+
 def test_retain_grad_on_leaves_and_constants():
     for lib in (torch, spx):
         w, x = _leaves(lib)

@@ -149,7 +149,9 @@ class AutogradMethods:
         """Keep ``.grad`` for this non-leaf tensor after ``backward()`` (mirrors torch).
 
         Each backward through the tensor accumulates into its ``.grad`` as into a leaf's;
-        ``autograd.grad`` sets it too. For a leaf it does nothing (leaves keep theirs).
+        ``autograd.grad`` too, when the tensor lies between the outputs and the inputs. For a
+        leaf it does nothing (leaves keep theirs). It applies to backward passes run by the
+        thread that called it (spx's graphs are per thread).
 
         Example:
             >>> import spx
@@ -162,10 +164,10 @@ class AutogradMethods:
         """
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.is_leaf:
+        if self.is_leaf or self.__dict__.get("_retains_grad"):
             return
         self.__dict__["_retains_grad"] = True
-        graph.STATE.retained.add(self)
+        graph.STATE.retained[id(self)] = self
 
     @property
     def retains_grad(self) -> bool:
