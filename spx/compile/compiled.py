@@ -182,6 +182,11 @@ def _plain_array(x: Any) -> bool:
     return (type(x) is Tensor and not x._rg) or isinstance(x, jax.Array)
 
 
+def _is_plain_tensor(x: Any) -> bool:
+    """A Tensor (of any subclass) that is not a Parameter: state only while it requires grad."""
+    return isinstance(x, Tensor) and not isinstance(x, Parameter)
+
+
 def _same_positional(plan: _Plan, args: tuple) -> bool:
     """Whether ``args`` fit the plan's positional pattern (see :attr:`_Plan.positional`)."""
     pattern = plan.positional
@@ -191,7 +196,7 @@ def _same_positional(plan: _Plan, args: tuple) -> bool:
         if obj is None:
             if not _plain_array(x):
                 return False
-        elif x is not obj or (type(x) is Tensor and not x._rg):
+        elif x is not obj or (_is_plain_tensor(x) and not x._rg):
             return False  # another object, or a leaf tensor that stopped requiring grad
     return True
 

@@ -484,6 +484,17 @@ def test_a_call_with_other_objects_or_roles_is_not_taken_for_the_last_one():
     assert step(b, x).item() == 5.0
     assert b.grad is None
 
+    class Mine(spx.Tensor):  # a Tensor subclass: state only while it requires grad, too
+        pass
+
+    c = Mine([2.0, 0.0, 1.0])
+    c.requires_grad_()
+    step(c, x)
+    c.requires_grad_(False)
+    c.grad = None
+    assert step(c, x).item() == 5.0
+    assert c.grad is None
+
     _, s1 = _pair(0)
     _, s2 = _pair(1)
     o1, o2 = (spx.optim.SGD(m.parameters(), lr=0.1) for m in (s1, s2))
