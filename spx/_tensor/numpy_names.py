@@ -16,6 +16,9 @@ from typing import Any
 
 # numpy's name -> torch's name (torch/csrc/utils/python_arg_parser.cpp, numpy_compatibility).
 ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+# Methods model code calls in every forward with a plain index (``x.size(-1)``), where the
+# wrapper's extra frame would cost ~40% of the call and nobody writes ``size(axis=...)``.
+_HOT = frozenset({"size"})
 
 
 def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -68,10 +71,13 @@ def accept_methods(cls: type) -> None:
     """Give ``cls`` aliased versions of the methods it and its bases (the mixins) define."""
     for base in cls.__mro__[:-1]:
         for name, fn in vars(base).items():
-            if name.startswith("__") or not callable(fn) or isinstance(fn, type):
+            if name in _HOT or name.startswith("__") or not callable(fn) or isinstance(fn, type):
                 continue
             if getattr(cls, name) is not fn:
                 continue  # overridden further down the MRO
             wrapped = with_aliases(fn)
             if wrapped is not fn:
+                # Named where it now lives, so pickle finds this very object (spx.Tensor.sum).
+                wrapped.__qualname__ = f"{cls.__qualname__}.{name}"
+                wrapped.__module__ = cls.__module__
                 setattr(cls, name, wrapped)
