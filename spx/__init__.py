@@ -3,12 +3,15 @@
 ``spx.Tensor`` is torch's tensor (methods, in-place writes, ``loss.backward()``); torch's
 top-level functions (``spx.zeros``, ``spx.cat``, ``spx.where``, ...), ``spx.manual_seed``,
 ``spx.device``, ``spx.save``/``spx.load``, dtypes and grad mode (``spx.no_grad``) live here;
-``spx.nn``, ``spx.optim``, ``spx.data``, ``spx.autograd`` and ``spx.distributed`` mirror their
-torch namesakes. :func:`spx.compile` fuses a whole training step into one XLA program;
-:func:`spx.backward` and :func:`spx.value_and_grad` are functional forms over Modules.
+``spx.nn``, ``spx.optim``, ``spx.data`` (also as ``spx.utils.data``), ``spx.autograd``,
+``spx.cuda``, ``spx.backends`` and ``spx.distributed`` mirror their torch namesakes.
+:func:`spx.compile` fuses a whole training step into one XLA program; :func:`spx.backward` and
+:func:`spx.value_and_grad` are functional forms over Modules.
 """
 
 from spx import autograd as autograd
+from spx import backends as backends
+from spx import cuda as cuda
 from spx import data as data
 from spx import matmul_precision as _matmul_precision
 from spx import multiprocessing as multiprocessing
@@ -16,6 +19,7 @@ from spx import nn as nn
 from spx import optim as optim
 from spx import random as random
 from spx import serialization as serialization
+from spx import utils as utils
 from spx._tensor._dims import Size as Size
 from spx._tensor.grad_mode import enable_grad as enable_grad
 from spx._tensor.grad_mode import inference_mode as inference_mode

@@ -8,6 +8,7 @@ Rules (chosen so that a ported torch script picks the device it meant):
   without one it is the N-th local CPU device, so ``cuda:{local_rank}`` in a ported script picks
   each rank's own device. ``"cpu:N"`` is the N-th local CPU device. In a rank process of a
   multi-process job (one device per process), N == ``LOCAL_RANK`` is the rank's own device.
+* ``"cuda"`` without an index after ``spx.cuda.set_device(N)`` is ``"cuda:N"``.
 * A ``jax.Device`` is returned as it is.
 """
 
@@ -76,6 +77,8 @@ def device(spec: str | jax.Device, index: int | None = None) -> jax.Device:
         )
     platform = "cpu" if kind == "cpu" else _accelerator_platform()
     ctx = _context.current()
+    if index is None and kind != "cpu":
+        index = ctx.extras.get("spx.cuda.current_device")  # spx.cuda.set_device's choice
     if index is None:
         if ctx.device is not None:
             return ctx.device

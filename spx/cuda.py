@@ -1,0 +1,126 @@
+"""``spx.cuda``: the ``torch.cuda`` calls training scripts make, answered by JAX's devices.
+
+Ported scripts start with ``device = "cuda" if torch.cuda.is_available() else "cpu"``, seed
+with ``torch.cuda.manual_seed_all``, pick their GPU with ``torch.cuda.set_device(local_rank)``
+and time with ``torch.cuda.synchronize()``. Here "CUDA" is JAX's GPU backend: ``is_available()``
+is True when JAX has a local GPU. ``set_device(i)`` chooses what ``"cuda"`` without an index
+means (``spx.device`` resolves it; on a machine without a GPU ``"cuda:i"`` is the i-th CPU device
+and, in a rank process, ``cuda:{LOCAL_RANK}`` is the rank's own device).
+
+Example:
+    >>> import spx
+    >>> device = "cuda" if spx.cuda.is_available() else "cpu"
+    >>> spx.zeros(2, device=device).device.platform in ("cpu", "gpu")
+    True
+"""
+
+from __future__ import annotations
+
+import jax
+
+from spx import _context, _validate
+from spx.device import device as _resolve
+
+__all__ = [
+    "current_device", "device_count", "get_device_name", "is_available", "manual_seed",
+    "manual_seed_all", "set_device", "synchronize",
+]  # fmt: skip
+
+_CURRENT = "spx.cuda.current_device"  # key in the thread's RankContext.extras
+
+
+def _gpus() -> list[jax.Device]:
+    try:
+        return jax.local_devices(backend="gpu")
+    except RuntimeError:  # no GPU backend in this jaxlib / on this machine
+        return []
+
+
+def is_available() -> bool:
+    """Whether JAX has a local GPU (mirrors ``torch.cuda.is_available``)."""
+    return bool(_gpus())
+
+
+def device_count() -> int:
+    """The number of local GPUs JAX sees in this process (``torch.cuda.device_count``)."""
+    return len(_gpus())
+
+
+def set_device(device: int | str | jax.Device) -> None:
+    """Make ``device`` what ``"cuda"`` without an index means in this thread.
+
+    Args:
+        device: an index (``LOCAL_RANK``), ``"cuda:N"`` or a ``jax.Device``.
+
+    Raises:
+        ValueError: an index this process has no device for (the message names it).
+    """
+    if isinstance(device, jax.Device):
+        index = jax.local_devices(backend=device.platform).index(device)
+    elif isinstance(device, str):
+        kind, _, idx = device.partition(":")
+        if kind.strip().lower() not in ("cuda", "gpu"):
+            raise ValueError(f"spx.cuda.set_device: expected a cuda device, got {device!r}")
+        if not idx:
+            return  # torch: "cuda" without an index leaves the current device as it is
+        if not idx.isdigit():
+            raise ValueError(f"spx.cuda.set_device({device!r}): the index must be an integer >= 0")
+        index = int(idx)
+    else:
+        index = _validate.as_int(device, "device", "spx.cuda.set_device", minimum=0)
+    _resolve("cuda", index)  # raises, naming the index, when out of range
+    _context.current().extras[_CURRENT] = index
+
+
+def current_device() -> int:
+    """The index ``set_device`` chose in this thread, 0 by default (``current_device``)."""
+    return _context.current().extras.get(_CURRENT, 0)
+
+
+def get_device_name(device: int | None = None) -> str:
+    """The GPU's name, e.g. ``"NVIDIA H100 80GB HBM3"`` (``torch.cuda.get_device_name``).
+
+    Raises:
+        RuntimeError: no GPU (torch raises too).
+    """
+    gpus = _gpus()
+    if not gpus:
+        raise RuntimeError("spx.cuda.get_device_name: JAX has no GPU in this process")
+    index = current_device()
+    if device is not None:
+        index = _validate.as_int(device, "device", "spx.cuda.get_device_name")
+    if not 0 <= index < len(gpus):
+        raise ValueError(f"spx.cuda.get_device_name: no GPU {index}; this process has {len(gpus)}")
+    return gpus[index].device_kind
+
+
+def synchronize(device: object = None) -> None:
+    """Wait until every computation issued so far has finished (``torch.cuda.synchronize``).
+
+    Recorded tensor operations still pending are computed first; then every live JAX array is
+    waited for (the device arrays torch's call would wait for; on CPU, the CPU's), so a timer
+    read afterwards measures finished work.
+    """
+    from spx._tensor import program
+
+    program.flush()
+    for array in jax.live_arrays():
+        array.block_until_ready()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the random numbers drawn on the GPU; ignored without a GPU, as in torch.
+
+    spx has one generator per thread for every device (``spx.manual_seed``): with a GPU this
+    seeds it, like ``spx.manual_seed(seed)``.
+    """
+    seed = _validate.as_int(seed, "seed", "spx.cuda.manual_seed")
+    if is_available():
+        from spx.random import manual_seed as _seed
+
+        _seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """``manual_seed`` for every GPU (one generator serves them all)."""
+    manual_seed(seed)
