@@ -72,5 +72,10 @@ from spx.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from spx.nn.modules.pooling import AvgPool2d as AvgPool2d
 from spx.nn.modules.pooling import MaxPool2d as MaxPool2d
 from spx.nn.modules.sparse import Embedding as Embedding
+from spx.nn.modules.transformer import Transformer as Transformer
+from spx.nn.modules.transformer import TransformerDecoder as TransformerDecoder
+from spx.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer
+from spx.nn.modules.transformer import TransformerEncoder as TransformerEncoder
+from spx.nn.modules.transformer import TransformerEncoderLayer as TransformerEncoderLayer
 from spx.nn.parameter import Parameter as Parameter
 from spx.nn.parameter import UninitializedParameter as UninitializedParameter
