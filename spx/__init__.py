@@ -35,6 +35,7 @@ from spx.autograd.functional import value_and_grad as value_and_grad
 from spx.compile import compile as compile
 from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
+from spx.generator import Generator as Generator
 from spx.matmul_precision import get_float32_matmul_precision as get_float32_matmul_precision
 from spx.matmul_precision import set_float32_matmul_precision as set_float32_matmul_precision
 from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx.ops.__all__

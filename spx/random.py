@@ -107,3 +107,15 @@ def next_key_tensor() -> Any:
     new, sub = apply(_split, (), (key,), n_out=2)
     ctx.key = new
     return sub
+
+
+def key_for(generator: Any, lazy: bool = True) -> Any:
+    """The key a random op draws with: from ``generator`` (an :class:`spx.Generator` or a JAX
+    key) or, for None, from the rank's generator (recorded with ``lazy``, else eager)."""
+    if generator is None:
+        return next_key_tensor() if lazy else next_key()
+    from spx.generator import Generator
+
+    if isinstance(generator, Generator):
+        return generator.next_key()
+    return generator

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence, Sized
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from spx import _validate
 
 T_co = TypeVar("T_co", covariant=True)
 
-GeneratorLike = int | np.random.Generator
+GeneratorLike = Any  # int | np.random.Generator | spx.Generator
 
 
 def as_generator(generator: GeneratorLike | None, *, what: str) -> np.random.Generator | None:
@@ -29,7 +29,8 @@ def as_generator(generator: GeneratorLike | None, *, what: str) -> np.random.Gen
     A ``numpy.random.Generator`` is used as is and its state is shared with the caller.
 
     Args:
-        generator: None, an int seed (>= 0) or a ``numpy.random.Generator``.
+        generator: None, an int seed (>= 0), a ``numpy.random.Generator`` or an
+            :class:`spx.Generator` (its numpy stream, shared with it).
         what: the caller's name, for error messages.
 
     Returns:
@@ -37,13 +38,16 @@ def as_generator(generator: GeneratorLike | None, *, what: str) -> np.random.Gen
     """
     if generator is None or isinstance(generator, np.random.Generator):
         return generator
+    from spx.generator import Generator  # here: importing spx.data does not import JAX
+
+    if isinstance(generator, Generator):
+        return generator.numpy()
     if _validate.is_int(generator):
         seed = _validate.as_int(generator, "generator seed", what, minimum=0)
         return np.random.default_rng(seed)
     raise TypeError(
-        f"{what}: generator must be an int seed or a numpy.random.Generator, got "
-        f"{type(generator).__name__}. spx does not use torch.Generator; pass e.g. "
-        f"generator=0 or generator=numpy.random.default_rng(0)."
+        f"{what}: generator must be an spx.Generator, an int seed or a numpy.random.Generator, "
+        f"got {type(generator).__name__}; pass e.g. generator=spx.Generator().manual_seed(0)."
     )
 
 

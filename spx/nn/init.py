@@ -12,7 +12,8 @@ Two forms of every random initializer:
   directly. (torch's long-deprecated tensor-taking aliases of the same names are not provided.)
 
 Randomness comes from ``spx.manual_seed``'s per-rank generator (``spx.random.next_key()``);
-``generator=`` may be a jax PRNG key for an explicit, reproducible draw. Values are drawn in
+``generator=`` may be an :class:`spx.Generator` or a jax PRNG key for an explicit,
+reproducible draw. Values are drawn in
 at least float32 and cast to the parameter's dtype.
 
 See https://pytorch.org/docs/stable/nn.init.html
@@ -33,6 +34,7 @@ import numpy as np
 from spx import random as spx_random
 from spx._tensor.grad_mode import no_grad
 from spx._tensor.tensor import Tensor
+from spx.generator import Generator
 
 Array = jax.Array
 Shape = int | Sequence[int]
@@ -117,14 +119,16 @@ def _calculate_correct_fan(tensor: Any, mode: str) -> int:
 def _key(generator: Any) -> Array:
     if generator is None:
         return spx_random.next_key()
+    if isinstance(generator, Generator):
+        return generator.next_key()
     if isinstance(generator, jax.Array) and (
         jnp.issubdtype(generator.dtype, jax.dtypes.prng_key)
         or (generator.dtype == jnp.uint32 and generator.shape == (2,))
     ):
         return generator
     raise TypeError(
-        f"generator must be a jax PRNG key (jax.random.key(n)), got {type(generator).__name__}; "
-        "omit it to draw from spx.manual_seed's generator"
+        f"generator must be an spx.Generator or a jax PRNG key (jax.random.key(n)), got "
+        f"{type(generator).__name__}; omit it to draw from spx.manual_seed's generator"
     )
 
 

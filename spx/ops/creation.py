@@ -269,7 +269,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
 
 
 def _key(generator: Any) -> Any:
-    return spx_random.next_key_tensor() if generator is None else generator
+    return spx_random.key_for(generator)
 
 
 def _float_dtype(dtype: Any, fn: str) -> np.dtype:

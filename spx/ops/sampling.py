@@ -31,7 +31,7 @@ __all__ = ["bernoulli", "multinomial", "normal", "poisson"]
 
 
 def _key(generator: Any) -> Any:
-    return spx_random.next_key() if generator is None else generator
+    return spx_random.key_for(generator, lazy=False)
 
 
 def multinomial(

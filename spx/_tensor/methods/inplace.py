@@ -105,7 +105,7 @@ def _copy_into(dst: Any, src: Any) -> Any:
 def _key(generator: Any) -> Any:
     from spx import random as spx_random
 
-    return spx_random.next_key_tensor() if generator is None else generator
+    return spx_random.key_for(generator)
 
 
 class InplaceMethods:
