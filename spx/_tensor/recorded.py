@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from spx._tensor import graph
@@ -91,7 +92,8 @@ def _signature(static: tuple, in_avals: tuple) -> tuple[tuple, Any, bool]:
         leaves, tree = jax.tree_util.tree_flatten(out)
         avals = tuple(jax.core.ShapedArray(x.shape, x.dtype, weak_type=x.weak_type) for x in leaves)
         single = isinstance(out, jax.ShapeDtypeStruct)
-        inexact = any(np.issubdtype(a.dtype, np.inexact) for a in avals)
+        # jnp's issubdtype: numpy's does not count bfloat16 (an ml_dtypes type) as inexact.
+        inexact = any(jnp.issubdtype(a.dtype, jnp.inexact) for a in avals)
         found = _SIGNATURES[key] = (avals, None if single else tree, inexact)
     return found
 

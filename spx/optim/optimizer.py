@@ -463,7 +463,8 @@ class Optimizer:
         if key == "step":
             return jnp.float32
         arr = np.asarray(value)
-        if np.issubdtype(arr.dtype, np.floating) and not getattr(param, "is_uninitialized", False):
+        lazy = getattr(param, "is_uninitialized", False)
+        if jnp.issubdtype(arr.dtype, jnp.floating) and not lazy:  # bfloat16 too
             return param.dtype
         return None
 

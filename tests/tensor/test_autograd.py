@@ -2,6 +2,7 @@
 gradient=, autograd.grad (non-leaf inputs, allow_unused), grad modes, hooks, and in-place
 updates and views inside the graph."""
 
+import numpy as np
 import pytest
 
 import spx
@@ -515,3 +516,24 @@ def test_grad_fn_names_follow_torch():
         names = [f.name() for f in ((x * 2).grad_fn, x.sum().grad_fn, x.exp().grad_fn)]
         assert names == ["MulBackward0", "SumBackward0", "ExpBackward0"]
         assert repr(x * 2).endswith("grad_fn=<MulBackward0>)")
+
+
+def test_bfloat16_modules_record_autograd_like_float32_ones():
+    """A bfloat16 model (``model.bfloat16()``) trains: its nn.functional ops require grad (numpy
+    does not count bfloat16 as inexact; that once dropped every gradient silently)."""
+
+    def fn(lib):
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 2)
+        model = lin if lib is torch else spx.nn.Linear(3, 2)
+        if lib is spx:
+            model.load_state_dict({k: v.detach().numpy() for k, v in lin.state_dict().items()})
+        model = model.bfloat16()
+        x = lib.tensor(X0[:, :3]).bfloat16()
+        loss = lib.nn.functional.gelu(model(x)).float().pow(2).mean()
+        loss.backward()
+        return loss.detach(), model.weight.grad.float(), model.bias.grad.float()
+
+    got, want = fn(spx), fn(torch)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-2, atol=2e-2)
