@@ -9,6 +9,7 @@ top-level functions (``spx.zeros``, ``spx.cat``, ``spx.where``, ...), ``spx.manu
 :func:`spx.value_and_grad` are functional forms over Modules.
 """
 
+from spx import amp as amp
 from spx import autograd as autograd
 from spx import backends as backends
 from spx import cuda as cuda
@@ -29,6 +30,9 @@ from spx._tensor.grad_mode import no_grad as no_grad
 from spx._tensor.grad_mode import set_grad_enabled as set_grad_enabled
 from spx._tensor.tensor import Tensor as Tensor
 from spx._tensor.tensor import is_tensor as is_tensor
+from spx.amp import autocast as autocast
+from spx.amp import get_autocast_dtype as get_autocast_dtype
+from spx.amp import is_autocast_enabled as is_autocast_enabled
 from spx.autograd.functional import backward as backward
 from spx.autograd.functional import grad as grad
 from spx.autograd.functional import value_and_grad as value_and_grad

@@ -80,7 +80,10 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
         args: Tensors, arrays or Python numbers.
         n_out: 0 for a single output; else the function returns a tuple of that many arrays.
     """
-    grad_on = graph.STATE.grad_enabled
+    state = graph.STATE
+    if state.autocast is not None:
+        args = state.autocast.cast_args(fn, args)
+    grad_on = state.grad_enabled
     refs = tuple([ref_of(a, grad_on) for a in args])
     avals = infer(fn, static, tuple([_aval_of(r) for r in refs]))
     requires_grad = False

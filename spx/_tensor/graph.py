@@ -127,6 +127,8 @@ class _ThreadState(threading.local):
         # id -> non-leaf tensor that called retain_grad(); backward() gives each its .grad.
         # (Keyed by id: a WeakSet would compare tensors with their elementwise __eq__.)
         self.retained: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # The active spx.autocast region's policy (casts the inputs of listed operations).
+        self.autocast: Any = None
 
 
 STATE = _ThreadState()

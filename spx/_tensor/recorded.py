@@ -105,7 +105,10 @@ def record_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """Record ``fn(*args, **kwargs)`` as one node; returns Tensors shaped like fn's result."""
     from spx._tensor.tensor import Tensor
 
-    grad_on = graph.STATE.grad_enabled
+    state = graph.STATE
+    if state.autocast is not None:
+        args, kwargs = state.autocast.cast_call(fn, args, kwargs)
+    grad_on = state.grad_enabled
     layout: list[Any] = []
     refs: list[Any] = []
     for a in args:

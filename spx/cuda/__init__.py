@@ -22,7 +22,7 @@ from spx import _context, _validate
 from spx.device import device as _resolve
 
 __all__ = [
-    "current_device", "device_count", "get_device_name", "is_available", "manual_seed",
+    "amp", "current_device", "device_count", "get_device_name", "is_available", "manual_seed",
     "manual_seed_all", "set_device", "synchronize",
 ]  # fmt: skip
 
@@ -124,3 +124,6 @@ def manual_seed(seed: int) -> None:
 def manual_seed_all(seed: int) -> None:
     """``manual_seed`` for every GPU (one generator serves them all)."""
     manual_seed(seed)
+
+
+from spx.cuda import amp as amp  # noqa: E402 - needs the functions above (GradScaler)

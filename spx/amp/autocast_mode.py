@@ -1,0 +1,228 @@
+"""``spx.autocast``: torch's automatic mixed precision regions (mirrors ``torch.autocast``).
+
+Inside ``with spx.autocast("cuda"):`` (or ``"cpu"``), each operation on torch's
+"lower precision" list — matrix products, ``linear``, convolutions, attention — casts its
+floating inputs to the region's dtype (float16 for ``"cuda"``, bfloat16 for ``"cpu"`` by default)
+and runs there; operations on the "float32" list (losses; on ``"cuda"`` also softmax, norms,
+exp/log, sums) cast float16/bfloat16 inputs up to float32; every other operation runs in the
+dtype its inputs have. The lists are torch's (``aten/src/ATen/autocast_mode.cpp``), per device
+type, restricted to the operations spx has. Casts are recorded operations, so gradients flow
+back to float32 parameters in float32, as in torch.
+
+The region is per thread, like torch's. Device types follow :func:`spx.device`: ``"cuda"`` is
+JAX's GPU when there is one, else the CPU spx runs ``"cuda"`` tensors on; the policy applies to
+the operations recorded in the region.
+
+Example:
+    >>> import spx
+    >>> lin = spx.nn.Linear(4, 3)
+    >>> with spx.autocast("cpu"):
+    ...     y = lin(spx.ones(2, 4))
+    ...     loss = spx.nn.functional.mse_loss(y, spx.zeros(2, 3))
+    >>> y.dtype, loss.dtype
+    (dtype(bfloat16), dtype('float32'))
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from spx._tensor import graph
+
+__all__ = ["autocast", "get_autocast_dtype", "is_autocast_enabled"]
+
+_DEFAULT_DTYPE = {"cpu": np.dtype(jnp.bfloat16), "cuda": np.dtype(jnp.float16)}
+_LOW = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16))
+_CASTABLE = (*_LOW, np.dtype(np.float32))  # torch never casts float64 (nor complex)
+
+# (module, function) of the array implementations behind spx's operations, by torch's lists.
+_LOWER_COMMON = [
+    ("spx.nn.functional.linear", "linear"),
+    ("spx.nn.functional.conv", "conv1d"), ("spx.nn.functional.conv", "conv2d"),
+    ("spx.nn.functional.conv", "conv3d"), ("spx.nn.functional.conv", "conv_transpose1d"),
+    ("spx.nn.functional.conv", "conv_transpose2d"),
+    ("spx.nn.functional.conv", "conv_transpose3d"),
+    ("spx.nn.functional.activation", "prelu"),
+    ("spx.nn.functional.attention", "scaled_dot_product_attention"),
+    ("spx.nn.functional.attention", "multi_head_attention_forward"),
+    ("spx._tensor.methods.linalg", "_matmul"), ("spx._tensor.methods.linalg", "_mm"),
+    ("spx._tensor.methods.linalg", "_bmm"), ("spx._tensor.methods.linalg", "_addmm"),
+    ("spx._tensor.methods.linalg", "_addbmm"),
+]  # fmt: skip
+_LOWER_CUDA_ONLY = [
+    ("spx._tensor.methods.linalg", "_mv"), ("spx._tensor.methods.linalg", "_addr"),
+    ("spx.ops.linalg", "_einsum"),
+]  # fmt: skip
+_FP32_COMMON = [
+    ("spx.nn.functional.cross_entropy", "cross_entropy"),
+    ("spx.nn.functional.cross_entropy", "nll_loss"),
+    *[
+        ("spx.nn.functional.loss", name)
+        for name in (
+            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+            "binary_cross_entropy", "binary_cross_entropy_with_logits", "margin_ranking_loss",
+            "soft_margin_loss",
+        )
+    ],
+    ("spx.ops.linalg", "_cdist"), ("spx._tensor.methods.reduction", "_prod"),
+]  # fmt: skip
+_FP32_CUDA_ONLY = [
+    ("spx.nn.functional.activation", "softmax"), ("spx.nn.functional.activation", "log_softmax"),
+    ("spx.nn.functional.activation", "softmin"), ("spx.nn.functional.activation", "softplus"),
+    ("spx._tensor.methods.math", "_softmax"), ("spx._tensor.methods.math", "_log_softmax"),
+    ("spx.nn.functional.normalization", "layer_norm"),
+    ("spx.nn.functional.normalization", "group_norm"),
+    ("spx.nn.functional.distance", "cosine_similarity"),
+    ("spx._tensor.methods.reduction", "_sum"), ("spx._tensor.methods.reduction", "_cumsum"),
+    ("spx._tensor.methods.reduction", "_cumprod"),
+    ("spx._tensor.methods.reduction", "_logsumexp"),
+    ("jax.numpy", "exp"), ("jax.numpy", "expm1"), ("jax.numpy", "log"), ("jax.numpy", "log2"),
+    ("jax.numpy", "log10"), ("jax.numpy", "log1p"), ("jax.numpy", "reciprocal"),
+    ("jax.numpy", "sinh"), ("jax.numpy", "cosh"), ("jax.numpy", "tan"), ("jax.numpy", "arcsin"),
+    ("jax.numpy", "arccos"),
+]  # fmt: skip
+
+
+def _functions(pairs: list[tuple[str, str]]) -> frozenset:
+    import importlib
+
+    out = set()
+    for module, name in pairs:
+        fn = getattr(importlib.import_module(module), name, None)
+        if fn is None:
+            raise AssertionError(f"autocast table: {module}.{name} does not exist")
+        out.add(fn)
+    return frozenset(out)
+
+
+@functools.cache
+def _tables(device_type: str) -> tuple[frozenset, frozenset]:
+    """(lower-precision functions, float32 functions) for a device type (built on first use)."""
+    lower, fp32 = list(_LOWER_COMMON), list(_FP32_COMMON)
+    if device_type == "cuda":
+        lower += _LOWER_CUDA_ONLY
+        fp32 += _FP32_CUDA_ONLY
+    return _functions(lower), _functions(fp32)
+
+
+class _Policy:
+    """What an autocast region does to the inputs of one recorded operation."""
+
+    __slots__ = ("device_type", "dtype", "fp32", "lower")
+
+    def __init__(self, device_type: str, dtype: np.dtype) -> None:
+        self.device_type, self.dtype = device_type, dtype
+        self.lower, self.fp32 = _tables(device_type)
+
+    def cast_args(self, fn: Any, args: tuple) -> tuple:
+        target = self._target(fn)
+        if target is None:
+            return args
+        return tuple([_cast(a, target) for a in args])
+
+    def cast_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        target = self._target(fn)
+        if target is None:
+            return args, kwargs
+        args = tuple([_cast(a, target) for a in args])
+        return args, {k: _cast(v, target) for k, v in kwargs.items()}
+
+    def _target(self, fn: Any) -> np.dtype | None:
+        if fn in self.lower:
+            return self.dtype
+        if fn in self.fp32:
+            return np.dtype(np.float32)
+        return None
+
+
+def _cast(x: Any, target: np.dtype) -> Any:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype == target:
+        return x
+    dtype = np.dtype(dtype)
+    if target == np.float32 and dtype not in _LOW:
+        return x  # the float32 list only widens float16/bfloat16 inputs
+    if dtype not in _CASTABLE:
+        return x  # integers, bool, float64, complex: as they are (torch's is_eligible)
+    if hasattr(x, "_ref"):
+        return x.to(target)
+    return jnp.asarray(x).astype(target)
+
+
+def _device_type(device_type: Any) -> str:
+    if not isinstance(device_type, str) or device_type not in _DEFAULT_DTYPE:
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type {device_type!r}; spx supports "
+            "'cuda' and 'cpu'"
+        )
+    return device_type
+
+
+class autocast:
+    """A mixed precision region (``torch.autocast``): a context manager and a decorator.
+
+    Args:
+        device_type: ``"cuda"`` or ``"cpu"``.
+        dtype: ``float16`` or ``bfloat16``; default float16 for cuda, bfloat16 for cpu.
+        enabled: False makes the region a no-op (and disables an enclosing one inside it).
+        cache_enabled: accepted (torch caches cast weights; XLA fuses the casts instead).
+    """
+
+    def __init__(
+        self,
+        device_type: str,
+        dtype: Any = None,
+        enabled: bool = True,
+        cache_enabled: bool | None = None,
+    ) -> None:
+        self.device = _device_type(device_type)
+        self.fast_dtype = _DEFAULT_DTYPE[self.device] if dtype is None else np.dtype(dtype)
+        self._enabled = bool(enabled)
+        if self._enabled and self.fast_dtype not in _LOW:
+            warnings.warn(
+                f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not "
+                "supported (float16 or bfloat16). Disabling autocast.",
+                UserWarning,
+                stacklevel=2,
+            )
+            self._enabled = False
+        self._saved: list[Any] = []
+
+    def __enter__(self) -> autocast:
+        state = graph.STATE
+        self._saved.append(state.autocast)
+        state.autocast = _Policy(self.device, self.fast_dtype) if self._enabled else None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        graph.STATE.autocast = self._saved.pop()
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether an autocast region for ``device_type`` (default ``"cuda"``) is active here."""
+    policy = graph.STATE.autocast
+    device = _device_type("cuda" if device_type is None else device_type)
+    return policy is not None and policy.device_type == device
+
+
+def get_autocast_dtype(device_type: str) -> np.dtype:
+    """The dtype of the active region for ``device_type``, else that device type's default."""
+    policy = graph.STATE.autocast
+    device = _device_type(device_type)
+    if policy is not None and policy.device_type == device:
+        return policy.dtype
+    return _DEFAULT_DTYPE[device]
