@@ -18,6 +18,13 @@ the fair figure.) Where spx's time goes (cProfile): ~6-8 ms of the step is Pytho
 the ops and running the cached programs (``program.run``/``_visit`` walking the recorded
 graph), the rest XLA's CPU kernels, not faster than torch's for this model's small shapes.
 
+Again on 2026-11-26 13:45 (load 1.4-1.7): 1.36x and 1.16x (torch 10.2-10.4 ms, spx 11.9-14.2).
+Where the time goes, measured with each program waited for: the two forward+backward programs
+take ~4 ms each of XLA compute on two cores (the same step as a raw ``jax.jit`` on one core
+pinned: 2.9-3.2 ms, so XLA's thread pool costs more than it gains at these shapes, and jax has
+no knob for its CPU thread count), the optimizer program 0.2 ms, and the walk that builds each
+program's key ~0.4 ms; the rest is Python recording ops, overlapped with XLA's compute.
+
 Usage: ``python tools/bench_eager.py [--steps 100] [--batch-size 8]``
 """
 

@@ -24,8 +24,13 @@ gradients into one buffer with per-parameter views is the fix to try there.
 Results, 2026-11-26, 2-core CPU box (load 0.9-1.6), three runs of ``--only tiny``, x raw JAX:
 spx 1.17 / 1.18 / 1.13, spx -grad 1.07 / 1.09 / 1.10, spx bwd() 1.15 / 1.12 / 1.17, torch
 2.55 / 2.47 / 2.55; ``--only medium --steps 80``: spx 1.03, spx -grad 1.04, spx bwd() 1.02,
-torch 1.01. The target holds for the step that keeps what raw JAX keeps (-grad), not
-for torch's loop that also keeps ``p.grad`` (1.13-1.18x). (torch's ratio in these alternating
+torch 1.01. Three runs of 2026-11-26 13:40 (after the positional fast path in
+spx.compile, load 0.6-1.7): spx 1.14 / 1.09 / 1.13, spx -grad 1.09 / 1.12 / 1.16, spx bwd()
+1.12 / 1.14 / 1.14; medium spx 1.08, -grad 1.10, bwd() 1.00. The fast path cut the call's own
+Python from ~41 to ~32-37 us (measured with the program replaced by its cached outputs); on
+two cores that Python runs ~3x slower right after a step, while XLA's worker threads still
+spin, so it is ~0.1 ms of the step. The target (<= 1.10x) is met on some runs only, with or
+without kept gradients. (torch's ratio in these alternating
 runs is pessimistic: XLA's worker threads keep spinning on the second core after a JAX block.)
 
 Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium]``
