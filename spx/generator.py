@@ -56,7 +56,7 @@ class Generator:
         seed = _validate.as_int(
             seed, "seed", "Generator.manual_seed", minimum=-(2**63), maximum=2**64 - 1
         )
-        self._seed = seed
+        self._seed = seed % 2**64  # torch stores the seed as uint64 (-1 reads back 2**64 - 1)
         self._key: jax.Array | None = None  # made at the first draw (no JAX start-up here)
         self._numpy: np.random.Generator | None = None
         return self

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax._src.core import trace_state_clean
 
 from spx import _context, _transforms, _validate
@@ -118,4 +119,12 @@ def key_for(generator: Any, lazy: bool = True) -> Any:
 
     if isinstance(generator, Generator):
         return generator.next_key()
-    return generator
+    if isinstance(generator, jax.Array) and (
+        jnp.issubdtype(generator.dtype, jax.dtypes.prng_key)
+        or (generator.dtype == jnp.uint32 and generator.shape[-1:] == (2,))
+    ):
+        return generator  # a JAX key, for an explicit draw
+    raise TypeError(
+        f"generator must be an spx.Generator (or a JAX key), got {type(generator).__name__} "
+        f"{generator!r:.40}; e.g. generator=spx.Generator().manual_seed(0)"
+    )

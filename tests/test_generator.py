@@ -12,6 +12,9 @@ DRAWS = {
     "rand": lambda g: spx.rand(5, generator=g),
     "randint": lambda g: spx.randint(0, 100, (5,), generator=g),
     "randperm": lambda g: spx.randperm(7, generator=g),
+    "randn_like": lambda g: spx.randn_like(spx.zeros(5), generator=g),
+    "rand_like": lambda g: spx.rand_like(spx.zeros(5), generator=g),
+    "randint_like": lambda g: spx.randint_like(spx.zeros(5), 0, 100, generator=g),
     "normal_": lambda g: spx.empty(5).normal_(generator=g),
     "uniform_": lambda g: spx.empty(5).uniform_(generator=g),
     "multinomial": lambda g: spx.multinomial(spx.ones(6), 3, generator=g),
@@ -54,6 +57,13 @@ def test_torchs_generator_methods():
     assert g.initial_seed() == new
     with pytest.raises(ValueError, match="seed"):
         g.manual_seed(2**64)
+    assert g.manual_seed(-1).initial_seed() == torch.Generator().manual_seed(-1).initial_seed()
+
+
+def test_a_wrong_generator_is_named():
+    for wrong in (torch.Generator(), 0, "seed"):
+        with pytest.raises(TypeError, match=r"generator must be an spx\.Generator"):
+            spx.randn(2, generator=wrong)
 
 
 def test_the_data_pipeline_shuffles_reproducibly_with_it():

@@ -127,8 +127,10 @@ class _ThreadState(threading.local):
         # id -> non-leaf tensor that called retain_grad(); backward() gives each its .grad.
         # (Keyed by id: a WeakSet would compare tensors with their elementwise __eq__.)
         self.retained: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        # The active spx.autocast region's policy (casts the inputs of listed operations).
+        # The active spx.autocast region's policy (casts the inputs of listed operations),
+        # and the thread's stack of regions it is chosen from (spx.amp.autocast_mode).
         self.autocast: Any = None
+        self.autocast_regions: Any = None
 
 
 STATE = _ThreadState()

@@ -9,9 +9,11 @@ dtype its inputs have. The lists are torch's (``aten/src/ATen/autocast_mode.cpp`
 type, restricted to the operations spx has. Casts are recorded operations, so gradients flow
 back to float32 parameters in float32, as in torch.
 
-The region is per thread, like torch's. Device types follow :func:`spx.device`: ``"cuda"`` is
-JAX's GPU when there is one, else the CPU spx runs ``"cuda"`` tensors on; the policy applies to
-the operations recorded in the region.
+Regions are per thread and per device type, like torch's. A ``"cuda"`` region needs a GPU: without
+one it is disabled with a warning, as in torch (and as ``GradScaler("cuda")`` is), so a float16
+script run on the CPU trains in float32 rather than in float16 without loss scaling. The policy
+applies to the operations recorded in the innermost enabled region (spx does not look up each
+operation's device; with CPU and GPU regions nested, the inner one decides).
 
 Example:
     >>> import spx
@@ -54,10 +56,11 @@ _LOWER_COMMON = [
     ("spx._tensor.methods.linalg", "_matmul"), ("spx._tensor.methods.linalg", "_mm"),
     ("spx._tensor.methods.linalg", "_bmm"), ("spx._tensor.methods.linalg", "_addmm"),
     ("spx._tensor.methods.linalg", "_addbmm"),
+    # torch runs these through bmm/mm, which are on the list, so they come out low too.
+    ("spx.ops.linalg", "_einsum"), ("spx.ops.linalg", "_tensordot"),
 ]  # fmt: skip
 _LOWER_CUDA_ONLY = [
     ("spx._tensor.methods.linalg", "_mv"), ("spx._tensor.methods.linalg", "_addr"),
-    ("spx.ops.linalg", "_einsum"),
 ]  # fmt: skip
 _FP32_COMMON = [
     ("spx.nn.functional.cross_entropy", "cross_entropy"),
@@ -71,6 +74,10 @@ _FP32_COMMON = [
         )
     ],
     ("spx.ops.linalg", "_cdist"), ("spx._tensor.methods.reduction", "_prod"),
+    # Linear algebra (LAPACK has no bfloat16/float16 kernels) and trace.
+    ("spx._tensor.methods.linalg", "_inverse"), ("spx._tensor.methods.linalg", "_det"),
+    ("spx._tensor.methods.linalg", "_logdet"), ("spx._tensor.methods.linalg", "_pinverse"),
+    ("spx._tensor.methods.arrange", "_trace"),
 ]  # fmt: skip
 _FP32_CUDA_ONLY = [
     ("spx.nn.functional.activation", "softmax"), ("spx.nn.functional.activation", "log_softmax"),
@@ -164,13 +171,54 @@ def _device_type(device_type: Any) -> str:
     return device_type
 
 
+class _Regions:
+    """A thread's autocast regions: a stack of ``(device_type, policy or None)``.
+
+    torch keeps one state per device type; an operation here applies the innermost enabled
+    region (spx does not look up each operation's device), and ``enabled=False`` for a device
+    type switches off the regions of that type around it.
+    """
+
+    __slots__ = ("stack",)
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, _Policy | None]] = []
+
+    def state(self, device_type: str) -> _Policy | None:
+        for device, policy in reversed(self.stack):
+            if device == device_type:
+                return policy
+        return None
+
+    def active(self) -> _Policy | None:
+        seen: set[str] = set()
+        for device, policy in reversed(self.stack):
+            if device in seen:
+                continue
+            seen.add(device)
+            if policy is not None:
+                return policy
+        return None
+
+
+def _regions() -> _Regions:
+    state = graph.STATE
+    regions = getattr(state, "autocast_regions", None)
+    if regions is None:
+        regions = state.autocast_regions = _Regions()
+    return regions
+
+
 class autocast:
     """A mixed precision region (``torch.autocast``): a context manager and a decorator.
 
     Args:
-        device_type: ``"cuda"`` or ``"cpu"``.
+        device_type: ``"cuda"`` or ``"cpu"``. ``"cuda"`` without a GPU disables the region with
+            a warning, as torch does (so it agrees with ``GradScaler("cuda")``, which torch
+            and spx also disable there).
         dtype: ``float16`` or ``bfloat16``; default float16 for cuda, bfloat16 for cpu.
-        enabled: False makes the region a no-op (and disables an enclosing one inside it).
+        enabled: False makes the region a no-op and switches off enclosing regions of the
+            same device type inside it.
         cache_enabled: accepted (torch caches cast weights; XLA fuses the casts instead).
     """
 
@@ -184,6 +232,17 @@ class autocast:
         self.device = _device_type(device_type)
         self.fast_dtype = _DEFAULT_DTYPE[self.device] if dtype is None else np.dtype(dtype)
         self._enabled = bool(enabled)
+        if self._enabled and self.device == "cuda":
+            from spx import cuda
+
+            if not cuda.is_available():
+                warnings.warn(
+                    "User provided device_type of 'cuda', but there is no GPU. Disabling "
+                    "autocast (use spx.autocast('cpu') for mixed precision on the CPU).",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                self._enabled = False
         if self._enabled and self.fast_dtype not in _LOW:
             warnings.warn(
                 f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not "
@@ -192,16 +251,18 @@ class autocast:
                 stacklevel=2,
             )
             self._enabled = False
-        self._saved: list[Any] = []
 
     def __enter__(self) -> autocast:
-        state = graph.STATE
-        self._saved.append(state.autocast)
-        state.autocast = _Policy(self.device, self.fast_dtype) if self._enabled else None
+        regions = _regions()
+        policy = _Policy(self.device, self.fast_dtype) if self._enabled else None
+        regions.stack.append((self.device, policy))
+        graph.STATE.autocast = regions.active()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        graph.STATE.autocast = self._saved.pop()
+        regions = _regions()
+        regions.stack.pop()
+        graph.STATE.autocast = regions.active()
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -212,17 +273,20 @@ class autocast:
         return wrapper
 
 
-def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Whether an autocast region for ``device_type`` (default ``"cuda"``) is active here."""
+def signature() -> tuple | None:
+    """The active policy as a hashable value (what a compiled program was traced under)."""
     policy = graph.STATE.autocast
+    return None if policy is None else (policy.device_type, str(policy.dtype))
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether an autocast region for ``device_type`` (default ``"cuda"``) is on here."""
     device = _device_type("cuda" if device_type is None else device_type)
-    return policy is not None and policy.device_type == device
+    return _regions().state(device) is not None
 
 
 def get_autocast_dtype(device_type: str) -> np.dtype:
-    """The dtype of the active region for ``device_type``, else that device type's default."""
-    policy = graph.STATE.autocast
+    """The dtype of the region for ``device_type``, else that device type's default."""
     device = _device_type(device_type)
-    if policy is not None and policy.device_type == device:
-        return policy.dtype
-    return _DEFAULT_DTYPE[device]
+    policy = _regions().state(device)
+    return _DEFAULT_DTYPE[device] if policy is None else policy.dtype

@@ -84,10 +84,11 @@ class GradScaler:
                 )
                 self._enabled = False
         if self._enabled:
+            # AssertionError, the kind torch raises for these.
             if growth_factor <= 1.0:
-                raise ValueError(f"GradScaler: growth_factor must be > 1.0, got {growth_factor}")
+                raise AssertionError(f"The growth factor must be > 1.0, got {growth_factor}.")
             if backoff_factor >= 1.0:
-                raise ValueError(f"GradScaler: backoff_factor must be < 1.0, got {backoff_factor}")
+                raise AssertionError(f"The backoff factor must be < 1.0, got {backoff_factor}.")
         self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -166,8 +167,13 @@ class GradScaler:
         if state["stage"] is _Stage.READY:
             self.unscale_(optimizer)
         found = state["found_inf"]
+        if found is None:
+            raise AssertionError(
+                "No inf checks were recorded for this optimizer: none of its parameters has a "
+                ".grad (did backward() reach them?)"
+            )
         result = None
-        if found is None or not bool(found):
+        if not bool(found):
             result = optimizer.step(*args, **kwargs)
         state["stage"] = _Stage.STEPPED
         return result

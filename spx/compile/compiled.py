@@ -470,6 +470,11 @@ class CompiledFunction:
             if type(x) is Tensor and x._cur().node.requires_grad:
                 raise TypeError(_ARGUMENT_WITH_HISTORY.format(shape=list(x.shape)))
         mask = [x is None for x in flat_state]
+        # An autocast region changes the program (casts are traced in): part of the key, as
+        # torch.compile guards on it.
+        policy = graph.STATE.autocast
+        if policy is not None:
+            mask.append((policy.device_type, policy.dtype))
         last = plan.last
         if last is not None and mask == plan.last_mask:
             program, write = last

@@ -307,16 +307,22 @@ def rand(*size: Any, generator=None, dtype=None, device=None, requires_grad=Fals
     return _made(_uniform, static, (_key(generator),), device, requires_grad)
 
 
-def randn_like(input: Any, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+def randn_like(
+    input: Any, *, generator=None, dtype=None, device=None, requires_grad=False, **_
+) -> Tensor:
     return randn(
-        *input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad
-    )
+        *input.shape, generator=generator, dtype=dtype or input.dtype, device=device,
+        requires_grad=requires_grad,
+    )  # fmt: skip
 
 
-def rand_like(input: Any, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+def rand_like(
+    input: Any, *, generator=None, dtype=None, device=None, requires_grad=False, **_
+) -> Tensor:
     return rand(
-        *input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad
-    )
+        *input.shape, generator=generator, dtype=dtype or input.dtype, device=device,
+        requires_grad=requires_grad,
+    )  # fmt: skip
 
 
 def randint(
@@ -342,10 +348,13 @@ def randint(
     return _made(_randint, static, (_key(generator), low, high), device, requires_grad)
 
 
-def randint_like(input: Any, low: int = 0, high: int | None = None, *, dtype=None, device=None):
+def randint_like(
+    input: Any, low: int = 0, high: int | None = None, *, generator=None, dtype=None, device=None
+):
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+    shape = tuple(input.shape)
+    return randint(low, high, shape, generator=generator, dtype=dtype or input.dtype, device=device)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -76,9 +76,11 @@ def test_cpu_autocast_matches_torch_dtypes_values_and_grads():
             np.testing.assert_allclose(sp.grad.numpy(), tp.grad.numpy(), 5e-2, 5e-2, err_msg=name)
 
 
-def test_cuda_policy_runs_the_float32_list_in_float32():
+def test_cuda_policy_runs_the_float32_list_in_float32(monkeypatch):
     """torch's CUDA lists (autocast_mode.cpp): products in float16; softmax, norms, exp/log,
-    sums and losses in float32; other ops in their inputs' dtype."""
+    sums and losses in float32; other ops in their inputs' dtype. (Without a GPU the region
+    is disabled, as torch's; the policy is checked on the CPU by pretending there is one.)"""
+    monkeypatch.setattr(spx.cuda, "is_available", lambda: True)
     lin, norm = nn.Linear(4, 4), nn.LayerNorm(4)
     x = spx.ones(2, 4)
     with spx.autocast("cuda"):
@@ -113,8 +115,34 @@ def test_regions_nest_disable_and_decorate_per_thread():
         return lin(x)
 
     assert forward(x).dtype == spx.float16
-    with spx.cuda.amp.autocast():
-        assert spx.is_autocast_enabled() and lin(x).dtype == spx.float16
+    with spx.autocast("cpu"):  # torch keeps one state per device type
+        with spx.autocast("cuda", enabled=False):
+            assert spx.is_autocast_enabled("cpu") and not spx.is_autocast_enabled("cuda")
+            assert lin(x).dtype == spx.bfloat16
+        with spx.autocast("cpu", enabled=False):
+            assert lin(x).dtype == spx.float32
+    if not spx.cuda.is_available():  # as torch: "cuda" regions need a GPU, else a warning
+        with pytest.warns(UserWarning, match="no GPU"), spx.cuda.amp.autocast():
+            assert not spx.is_autocast_enabled() and lin(x).dtype == spx.float32
+
+
+def test_einsum_and_tensordot_come_out_low_on_cpu_as_in_torch():
+    a, b = np.ones((2, 3, 4), np.float32), np.ones((2, 4, 5), np.float32)
+    for lib in (torch, spx):
+        x, y = lib.tensor(a), lib.tensor(b)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            assert lib.einsum("bij,bjk->bik", x, y).dtype == lib.bfloat16, lib.__name__
+            assert lib.tensordot(x, y, ([2], [1])).dtype == lib.bfloat16, lib.__name__
+
+
+def test_a_compiled_function_follows_the_region_it_is_called_in():
+    lin = nn.Linear(3, 2)
+    f = spx.compile(lambda m, x: m(x))
+    x = spx.ones(1, 3)
+    assert f(lin, x).dtype == spx.float32
+    with spx.autocast("cpu"):
+        assert f(lin, x).dtype == spx.bfloat16
+    assert f(lin, x).dtype == spx.float32  # not the program traced inside the region
 
 
 def test_unsupported_device_type_and_dtype():

@@ -68,8 +68,12 @@ def test_misuse_is_refused_as_in_torch():
     with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
         scaler.step(opt)
     scaler.update()
-    with pytest.raises(ValueError, match="growth_factor"):
+    with pytest.raises(AssertionError, match="growth factor"):  # torch's kind
         spx.amp.GradScaler("cpu", growth_factor=0.5)
+    untouched = spx.optim.SGD(spx.nn.Linear(2, 1).parameters(), lr=0.1)
+    with pytest.raises(AssertionError, match="No inf checks"):
+        scaler.scale(model(spx.ones(1, 2)).sum())
+        scaler.step(untouched)  # no parameter of it has a grad
     state = scaler.state_dict()
     other = spx.amp.GradScaler("cpu")
     other.load_state_dict(state)
