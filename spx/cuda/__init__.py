@@ -16,14 +16,27 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 
 from spx import _context, _validate
 from spx.device import device as _resolve
 
 __all__ = [
-    "amp", "current_device", "device_count", "get_device_name", "is_available", "manual_seed",
-    "manual_seed_all", "set_device", "synchronize",
+    "amp",
+    "current_device",
+    "device_count",
+    "empty_cache",
+    "get_device_name",
+    "is_available",
+    "is_bf16_supported",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "memory_allocated",
+    "set_device",
+    "synchronize",
 ]  # fmt: skip
 
 _CURRENT = "spx.cuda.current_device"  # key in the thread's RankContext.extras
@@ -67,7 +80,9 @@ def set_device(device: int | str | jax.Device) -> None:
             raise ValueError(f"spx.cuda.set_device({device!r}): the index must be an integer >= 0")
         index = int(idx)
     else:
-        index = _validate.as_int(device, "device", "spx.cuda.set_device", minimum=0)
+        index = _validate.as_int(device, "device", "spx.cuda.set_device")
+        if index < 0:
+            return  # torch: a negative index leaves the current device as it is
     _resolve("cuda", index)  # raises, naming the index, when out of range
     _context.current().extras[_CURRENT] = index
 
@@ -106,6 +121,47 @@ def synchronize(device: object = None) -> None:
     program.flush()
     for array in jax.live_arrays():
         array.block_until_ready()
+
+
+def empty_cache() -> None:
+    """Accepted; releases nothing (``torch.cuda.empty_cache``).
+
+    torch returns its caching allocator's free blocks to the driver; JAX's allocator keeps its
+    pool for the process (``XLA_PYTHON_CLIENT_PREALLOCATE=false`` or
+    ``XLA_PYTHON_CLIENT_ALLOCATOR=platform`` change that at start-up). Scripts call this between
+    phases, so it must not fail.
+    """
+
+
+def _memory_stat(device: Any, key: str) -> int:
+    gpus = _gpus()
+    if not gpus:
+        return 0  # torch's CUDA counters are 0 without CUDA use
+    index = current_device() if device is None else _validate.as_int(device, "device", key)
+    stats = gpus[index].memory_stats() or {}
+    return int(stats.get(key, 0))
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes of GPU memory in use by arrays (``torch.cuda.memory_allocated``); 0 without a GPU."""
+    return _memory_stat(device, "bytes_in_use")
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    """The peak of :func:`memory_allocated` (``torch.cuda.max_memory_allocated``)."""
+    return _memory_stat(device, "peak_bytes_in_use")
+
+
+def is_bf16_supported() -> bool:
+    """Whether the GPU computes in bfloat16 natively (compute capability 8.0 or newer)."""
+    gpus = _gpus()
+    if not gpus:
+        return False
+    capability = getattr(gpus[current_device()], "compute_capability", None)
+    try:
+        return float(capability) >= 8.0
+    except (TypeError, ValueError):
+        return False
 
 
 def manual_seed(seed: int) -> None:
