@@ -146,12 +146,16 @@ class _Walk:
         if node.fn is LEAF or not node.requires_grad:
             return self._diff(self.ref((node, idx), False), k)
         self._visit(node, True)
-        aval = node.avals[idx]
-        zero = self._diff(self._input(jnp.zeros(aval.shape, aval.dtype), None), k)
-        slot = self._new_slots(1, True)
-        self.entries.append((_tap, (), (self.base[id(node)] + idx, zero), 1))
+        return self._tapped(self.base[id(node)] + idx, node.avals[idx], k)
+
+    def _tapped(self, slot: int, aval: Any, what: Any) -> int:
+        """A new slot holding ``slot``'s value plus a differentiated zero (named ``what`` in
+        ``diffs``): reading through it, the zero's gradient is the gradient of that value."""
+        zero = self._diff(self._input(_zeros(aval.shape, aval.dtype), None), what)
+        tap = self._new_slots(1, True)
+        self.entries.append((_tap, (), (slot, zero), 1))
         self.deps.append(True)
-        return slot
+        return tap
 
     def _visit(self, root: Node, grad: bool) -> None:
         # Iterative post-order: graphs of thousands of nodes must not hit the recursion limit.
@@ -196,13 +200,8 @@ class _Walk:
 
     def _retain(self, node: Node, idx: int, slot: int, tensor: Any) -> None:
         """Tap output ``idx`` of ``node`` for ``tensor.retain_grad()``: later uses in the grad
-        graph read ``value + zero`` with ``zero`` a differentiated input, whose gradient is the
-        gradient with respect to the output (as :meth:`_cut` does for ``autograd.grad``)."""
-        aval = node.avals[idx]
-        zero = self._diff(self._input(_zeros(aval.shape, aval.dtype), None), Retained(tensor))
-        tap = self._new_slots(1, True)
-        self.entries.append((_tap, (), (slot, zero), 1))
-        self.deps.append(True)
+        graph read the tap (as :meth:`_cut` does for ``autograd.grad``)."""
+        tap = self._tapped(slot, node.avals[idx], Retained(tensor))
         self.redirect[(id(node), idx)] = tap
 
 
