@@ -110,6 +110,14 @@ def next_key_tensor() -> Any:
     return sub
 
 
+def is_key(x: Any) -> bool:
+    """Whether ``x`` is a JAX PRNG key: typed (``jax.random.key``) or raw ``uint32[..., 2]``."""
+    return isinstance(x, jax.Array) and (
+        jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+        or (x.dtype == jnp.uint32 and x.shape[-1:] == (2,))
+    )
+
+
 def key_for(generator: Any, lazy: bool = True) -> Any:
     """The key a random op draws with: from ``generator`` (an :class:`spx.Generator` or a JAX
     key) or, for None, from the rank's generator (recorded with ``lazy``, else eager)."""
@@ -119,10 +127,7 @@ def key_for(generator: Any, lazy: bool = True) -> Any:
 
     if isinstance(generator, Generator):
         return generator.next_key()
-    if isinstance(generator, jax.Array) and (
-        jnp.issubdtype(generator.dtype, jax.dtypes.prng_key)
-        or (generator.dtype == jnp.uint32 and generator.shape[-1:] == (2,))
-    ):
+    if is_key(generator):
         return generator  # a JAX key, for an explicit draw
     raise TypeError(
         f"generator must be an spx.Generator (or a JAX key), got {type(generator).__name__} "

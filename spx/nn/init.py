@@ -121,10 +121,7 @@ def _key(generator: Any) -> Array:
         return spx_random.next_key()
     if isinstance(generator, Generator):
         return generator.next_key()
-    if isinstance(generator, jax.Array) and (
-        jnp.issubdtype(generator.dtype, jax.dtypes.prng_key)
-        or (generator.dtype == jnp.uint32 and generator.shape == (2,))
-    ):
+    if spx_random.is_key(generator):
         return generator
     raise TypeError(
         f"generator must be an spx.Generator or a jax PRNG key (jax.random.key(n)), got "

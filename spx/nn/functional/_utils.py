@@ -92,10 +92,7 @@ def resolve_key(key: Any) -> jax.Array:
     """
     if key is None:
         return spx_random.next_key()
-    if isinstance(key, jax.Array) and (
-        jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-        or (key.dtype == jnp.uint32 and key.shape[-1:] == (2,))
-    ):
+    if spx_random.is_key(key):
         return key
     raise TypeError(
         f"key must be a jax PRNG key (jax.random.key(n) or jax.random.PRNGKey(n)), got "
