@@ -56,10 +56,27 @@ def _clones(layer: Module, n: int, where: str) -> ModuleList:
     return ModuleList([copy.deepcopy(layer) for _ in range(n)])
 
 
-def _causal_hint(is_causal: bool | None) -> bool:
-    # torch detects a causal mask by comparing values (None); the mask itself is applied either
-    # way, so only an explicit True counts (MultiheadAttention refuses it without a mask).
-    return bool(is_causal)
+def _attend(
+    attn: MultiheadAttention, x: Any, mem: Any, attn_mask: Any, key_padding_mask: Any, causal: Any
+) -> Any:
+    """``x`` attending to ``mem`` without weights, as torch's layers call their attention.
+
+    torch detects a causal mask by comparing values (``is_causal=None``); the mask itself is
+    applied either way, so only an explicit True counts (MultiheadAttention refuses it without
+    a mask).
+    """
+    return attn(
+        x, mem, mem,
+        attn_mask=attn_mask,
+        key_padding_mask=key_padding_mask,
+        need_weights=False,
+        is_causal=bool(causal),
+    )[0]  # fmt: skip
+
+
+def _feed_forward(layer: Module, x: Any) -> Any:
+    """``linear2(dropout(activation(linear1(x))))``, the feed-forward block of either layer."""
+    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
 
 
 class TransformerEncoderLayer(Module):
@@ -134,18 +151,10 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x: Any, attn_mask: Any, key_padding_mask: Any, is_causal: bool) -> Any:
-        x = self.self_attn(
-            x, x, x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=_causal_hint(is_causal),
-        )[0]  # fmt: skip
-        return self.dropout1(x)
+        return self.dropout1(_attend(self.self_attn, x, x, attn_mask, key_padding_mask, is_causal))
 
     def _ff_block(self, x: Any) -> Any:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+        return self.dropout2(_feed_forward(self, x))
 
 
 class TransformerDecoderLayer(Module):
@@ -220,30 +229,16 @@ class TransformerDecoderLayer(Module):
         return x
 
     def _sa_block(self, x: Any, attn_mask: Any, key_padding_mask: Any, is_causal: bool) -> Any:
-        x = self.self_attn(
-            x, x, x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=_causal_hint(is_causal),
-        )[0]  # fmt: skip
-        return self.dropout1(x)
+        return self.dropout1(_attend(self.self_attn, x, x, attn_mask, key_padding_mask, is_causal))
 
     def _mha_block(
         self, x: Any, mem: Any, attn_mask: Any, key_padding_mask: Any, is_causal: bool
     ) -> Any:
-        x = self.multihead_attn(
-            x, mem, mem,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=_causal_hint(is_causal),
-        )[0]  # fmt: skip
-        return self.dropout2(x)
+        attended = _attend(self.multihead_attn, x, mem, attn_mask, key_padding_mask, is_causal)
+        return self.dropout2(attended)
 
     def _ff_block(self, x: Any) -> Any:
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
+        return self.dropout3(_feed_forward(self, x))
 
 
 class TransformerEncoder(Module):
@@ -282,7 +277,7 @@ class TransformerEncoder(Module):
     ) -> Any:
         """Each layer in turn (masks as :meth:`TransformerEncoderLayer.forward`), then norm."""
         output = src
-        causal = _causal_hint(is_causal)
+        causal = bool(is_causal)
         for layer in self.layers:
             output = layer(
                 output, src_mask=mask, is_causal=causal, src_key_padding_mask=src_key_padding_mask
@@ -322,7 +317,7 @@ class TransformerDecoder(Module):
     ) -> Any:
         """Each layer in turn (masks as :class:`Transformer`), then norm."""
         output = tgt
-        causal = _causal_hint(tgt_is_causal)
+        causal = bool(tgt_is_causal)
         for layer in self.layers:
             output = layer(
                 output,
