@@ -1,6 +1,7 @@
 """spx.data: torch.utils.data for JAX - datasets, samplers, collation and the DataLoader.
 
-Rename ``torch.utils.data`` to ``spx.data`` and keep the code: batches come out as
+Rename ``torch.utils.data`` to ``spx.utils.data`` (the same objects as ``spx.data``) and keep
+the code: batches come out as
 ``jax.Array`` (collated in numpy, one transfer per leaf), ``num_workers`` runs threads, and
 generators are int seeds or ``numpy.random.Generator`` objects.
 """
