@@ -1,9 +1,9 @@
 """spx.data: torch.utils.data for JAX - datasets, samplers, collation and the DataLoader.
 
 Rename ``torch.utils.data`` to ``spx.utils.data`` (the same objects as ``spx.data``) and keep
-the code: batches come out as
-``jax.Array`` (collated in numpy, one transfer per leaf), ``num_workers`` runs threads, and
-generators are int seeds or ``numpy.random.Generator`` objects.
+the code: batches come out as ``spx.Tensor`` (collated in numpy, one transfer per leaf),
+``num_workers`` runs threads, and generators are ``spx.Generator`` objects, int seeds or
+``numpy.random.Generator`` objects.
 """
 
 from spx.data._workers import WorkerInfo as WorkerInfo
