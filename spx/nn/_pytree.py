@@ -8,12 +8,14 @@ equal models and never keys on object identity.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import jax
 import numpy as np
 
 from spx._tensor.graph import STATE as _ENGINE
+from spx.nn import _hooks
 
 _TABLES = ("_parameters", "_buffers", "_modules")
 # TRACED_COPY marks a module unflattened from traced leaves (jax.jit(f)(model) hands ``f`` such
@@ -67,7 +69,11 @@ def _same_value(a: Any, b: Any) -> bool:
 def aux_data(m: Any) -> tuple:
     d = m.__dict__
     static = tuple(
-        (k, v) for k, v in d.items() if k not in _RESERVED and k != "_non_persistent_buffers"
+        # Hook tables are snapshots: they change in place, and a jitted function traced with
+        # the old hooks must not match the module once hooks are added or removed.
+        (k, tuple(v.items()) if k in _hooks.TABLES else v)
+        for k, v in d.items()
+        if k not in _RESERVED and k != "_non_persistent_buffers"
     )
     return (
         tuple(d["_parameters"]),
@@ -120,6 +126,9 @@ def unflatten(cls: type, aux: tuple, children: Any) -> Any:
     obj = object.__new__(cls)
     d = obj.__dict__
     d.update(static.items)
+    if _hooks.TABLES[0] in d:
+        for name in _hooks.TABLES:
+            d[name] = OrderedDict(d[name])
     d["training"] = training
     it = iter(children)
     d["_parameters"] = {n: next(it) for n in pnames}

@@ -21,9 +21,10 @@ from jax._src.core import trace_state_clean
 from spx import _transforms
 from spx._tensor.graph import STATE as _ENGINE
 from spx._tensor.tensor import Tensor
-from spx.nn import _pytree, _structure
+from spx.nn import _hooks, _pytree, _structure
 from spx.nn._state_overlay import StateDictOverlay
 from spx.nn.parameter import Parameter, _as_array
+from spx.utils.hooks import RemovableHandle
 
 
 class _IncompatibleKeys(NamedTuple):
@@ -57,7 +58,7 @@ class Module:
         ...     def forward(self, x):
         ...         return self.fc2(nn.functional.relu(self.fc1(x)))
         >>> MLP()(jnp.ones((3, 4))).shape
-        (3, 2)
+        spx.Size([3, 2])
     """
 
     training: bool
@@ -90,10 +91,68 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "_forward_hooks" in self.__dict__:  # present once a hook was registered
+            return _hooks.call(self, self._call_forward, args, kwargs)
         if _ENGINE.binding or trace_state_clean():
             return self.forward(*args, **kwargs)
         # Under a plain jax.jit/grad: keep tracers out of the module's state (spx._transforms).
         return _transforms.foreign_call(self, args, kwargs)
+
+    def _call_forward(self, *args: Any, **kwargs: Any) -> Any:
+        if _ENGINE.binding or trace_state_clean():
+            return self.forward(*args, **kwargs)
+        return _transforms.foreign_call(self, args, kwargs)
+
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before every ``forward`` (mirrors torch).
+
+        The hook may return new positional arguments (a tuple, or one value that becomes a
+        1-tuple). With ``with_kwargs=True`` it is called as ``hook(module, args, kwargs)`` and
+        may return ``(args, kwargs)``. ``prepend=True`` runs it before the hooks already
+        registered. Returns a handle whose ``remove()`` unregisters it.
+
+        Example:
+            >>> import spx
+            >>> layer = spx.nn.Linear(3, 2)
+            >>> handle = layer.register_forward_pre_hook(lambda m, args: args[0] * 0)
+            >>> layer(spx.ones(1, 3)).equal(layer.bias.unsqueeze(0))
+            True
+            >>> handle.remove()
+        """
+        return _hooks.register(self, hook, pre=True, prepend=prepend, with_kwargs=with_kwargs)
+
+    def register_forward_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after every ``forward`` (mirrors torch).
+
+        A non-None return value replaces the output. With ``with_kwargs=True`` the hook is
+        called as ``hook(module, args, kwargs, output)``; ``always_call=True`` runs it even
+        when ``forward`` raises (then ``output`` is None); ``prepend=True`` runs it before the
+        hooks already registered. Returns a handle whose ``remove()`` unregisters it.
+
+        Example:
+            >>> import spx
+            >>> model = spx.nn.Sequential(spx.nn.Linear(3, 4), spx.nn.ReLU())
+            >>> seen = {}
+            >>> def keep(module, args, output):
+            ...     seen["hidden"] = output.detach()
+            >>> handle = model[0].register_forward_hook(keep)
+            >>> _ = model(spx.ones(2, 3))
+            >>> seen["hidden"].shape
+            spx.Size([2, 4])
+        """
+        return _hooks.register(
+            self, hook, pre=False, prepend=prepend, with_kwargs=with_kwargs,
+            always_call=always_call,
+        )  # fmt: skip
 
     # -- registration ------------------------------------------------------------------------
     def _require_init(self, what: str) -> None:

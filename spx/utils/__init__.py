@@ -2,6 +2,8 @@
 ports by renaming ``torch`` to ``spx``.
 
 * :mod:`spx.utils.data` — the data pipeline (:mod:`spx.data` under torch's module names).
+* :mod:`spx.utils.hooks` — ``RemovableHandle``, what registering a hook returns.
 """
 
 from spx.utils import data as data
+from spx.utils import hooks as hooks
