@@ -47,6 +47,10 @@ from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
 from spx.serialization import load as load
 from spx.serialization import save as save
+from spx.threads import get_num_interop_threads as get_num_interop_threads
+from spx.threads import get_num_threads as get_num_threads
+from spx.threads import set_num_interop_threads as set_num_interop_threads
+from spx.threads import set_num_threads as set_num_threads
 
 __version__ = "0.1.0"
 
