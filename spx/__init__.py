@@ -43,8 +43,10 @@ from spx.generator import Generator as Generator
 from spx.matmul_precision import get_float32_matmul_precision as get_float32_matmul_precision
 from spx.matmul_precision import set_float32_matmul_precision as set_float32_matmul_precision
 from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx.ops.__all__
+from spx.random import get_rng_state as get_rng_state
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
+from spx.random import set_rng_state as set_rng_state
 from spx.serialization import load as load
 from spx.serialization import save as save
 from spx.threads import get_num_interop_threads as get_num_interop_threads

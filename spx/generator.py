@@ -58,8 +58,18 @@ class Generator:
         )
         self._seed = seed % 2**64  # torch stores the seed as uint64 (-1 reads back 2**64 - 1)
         self._key: jax.Array | None = None  # made at the first draw (no JAX start-up here)
-        self._numpy: np.random.Generator | None = None
+        self._restart_numpy()
         return self
+
+    def _restart_numpy(self) -> None:
+        # Samplers hold the numpy stream itself (DataLoader(generator=g) took it at
+        # construction): reseeding restarts that object in place, so they follow, as a
+        # reseeded torch.Generator restarts a loader's shuffling.
+        stream = self.__dict__.get("_numpy")
+        if stream is not None:
+            stream.bit_generator.state = np.random.default_rng(self._seed).bit_generator.state
+        else:
+            self._numpy = None
 
     def seed(self) -> int:
         """Reseed from the operating system's entropy; returns the new seed."""
@@ -84,10 +94,63 @@ class Generator:
         self._key, sub = jax.random.split(self._key)
         return sub
 
+    def get_state(self) -> Any:
+        """The generator's state as a uint8 tensor, for :meth:`set_state` (torch's).
+
+        It holds the seed, the JAX key and the numpy stream the samplers draw from.
+
+        Example:
+            >>> import spx
+            >>> g = spx.Generator().manual_seed(1)
+            >>> state = g.get_state()
+            >>> a = spx.rand(3, generator=g)
+            >>> bool((spx.rand(3, generator=g.set_state(state)) == a).all())
+            True
+        """
+        from spx.random import _state_bytes
+
+        extra = b""
+        if self._numpy is not None:
+            bits = self._numpy.bit_generator.state
+            st = bits["state"]
+            extra = (
+                st["state"].to_bytes(16, "little")
+                + st["inc"].to_bytes(16, "little")
+                + bytes([bits["has_uint32"]])
+                + int(bits["uinteger"]).to_bytes(4, "little")
+            )
+        return _state_bytes(self._seed, self._key, extra)
+
+    def set_state(self, new_state: Any) -> Generator:
+        """Restore a state :meth:`get_state` returned; returns the generator (torch's)."""
+        from spx.random import _parse_state
+
+        seed, key, extra = _parse_state(new_state, "Generator.set_state")
+        if len(extra) not in (0, 37):
+            raise ValueError(
+                "Generator.set_state: this state does not come from spx.Generator.get_state(); "
+                "save and restore the state spx returns"
+            )
+        self._seed, self._key = seed, key
+        self._restart_numpy()
+        if extra:
+            if self._numpy is None:
+                self._numpy = np.random.default_rng()
+            self._numpy.bit_generator.state = {
+                "bit_generator": "PCG64",
+                "state": {
+                    "state": int.from_bytes(extra[:16], "little"),
+                    "inc": int.from_bytes(extra[16:32], "little"),
+                },
+                "has_uint32": extra[32],
+                "uinteger": int.from_bytes(extra[33:37], "little"),
+            }
+        return self
+
     def numpy(self) -> np.random.Generator:
         """The numpy stream the data pipeline's samplers draw from (shared, so it advances)."""
         if self._numpy is None:
-            self._numpy = np.random.default_rng(self._seed % (2**64))
+            self._numpy = np.random.default_rng(self._seed)
         return self._numpy
 
     def __repr__(self) -> str:

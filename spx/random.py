@@ -83,6 +83,89 @@ def next_key() -> jax.Array:
     return sub
 
 
+# -- saving and restoring the stream (torch.get_rng_state / set_rng_state) ----------------------
+# A state is a uint8 tensor, as torch's: the seed (8 bytes, little-endian), then the key's data
+# (empty while no key was made: the stream restarts from the seed), then, for a Generator, its
+# numpy stream (empty until a sampler used it). torch's bytes are its Mersenne twister's; spx's
+# are JAX's key, so a state restores spx's stream, not torch's.
+_KEY_WORDS = 2  # uint32 words of a threefry key, JAX's default implementation
+
+
+def _state_bytes(seed: int, key: Any, extra: bytes = b"") -> Any:
+    import numpy as np
+
+    from spx._tensor.tensor import Tensor
+
+    data = b""
+    if key is not None:
+        if isinstance(key, jax.core.Tracer):
+            raise RuntimeError(
+                "get_rng_state() inside a JAX transformation (spx.compile, jax.jit): the key "
+                "there is traced; save the state outside the compiled function"
+            )
+        raw = np.asarray(jax.random.key_data(key), dtype=np.uint32)
+        data = raw.astype("<u4").tobytes()
+    head = seed.to_bytes(8, "little") + len(data).to_bytes(1, "little")
+    return Tensor._of(jnp.asarray(np.frombuffer(head + data + extra, dtype=np.uint8)))
+
+
+def _parse_state(state: Any, what: str) -> tuple[int, Any, bytes]:
+    """``(seed, key or None, the rest)`` of a state made by :func:`_state_bytes`."""
+    import numpy as np
+
+    from spx._tensor.tensor import Tensor
+
+    value = state._data if isinstance(state, Tensor) else state
+    try:
+        raw = np.asarray(value)
+    except Exception:
+        raw = None
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1 or raw.size < 9:
+        raise TypeError(
+            f"{what}: expected the uint8 tensor get_state()/get_rng_state() returned, got "
+            f"{type(state).__name__}"
+            + (f" of dtype {raw.dtype} and shape {tuple(raw.shape)}" if raw is not None else "")
+        )
+    data = raw.tobytes()
+    seed = int.from_bytes(data[:8], "little")
+    n = data[8]
+    if n not in (0, 4 * _KEY_WORDS) or len(data) < 9 + n:
+        raise ValueError(
+            f"{what}: this state does not come from spx's get_state()/get_rng_state() (a "
+            "torch state can't restore spx's stream: the two generators differ); save and "
+            "restore the state spx returns"
+        )
+    key = None
+    if n:
+        words = np.frombuffer(data[9 : 9 + n], dtype="<u4").astype(np.uint32)
+        with jax.ensure_compile_time_eval():
+            key = jax.random.wrap_key_data(jnp.asarray(words))
+    return seed, key, data[9 + n :]
+
+
+def get_rng_state() -> Any:
+    """The calling rank's random state as a uint8 tensor (mirrors ``torch.get_rng_state``).
+
+    Example:
+        >>> import spx
+        >>> state = spx.get_rng_state()
+        >>> a = spx.rand(2)
+        >>> spx.set_rng_state(state)
+        >>> bool((spx.rand(2) == a).all())
+        True
+    """
+    ctx = _context.current()
+    return _state_bytes(ctx.seed, None if ctx.key is None else get_key())
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Restore a state :func:`get_rng_state` returned (mirrors ``torch.set_rng_state``)."""
+    seed, key, _ = _parse_state(new_state, "set_rng_state")
+    ctx = _context.current()
+    ctx.seed = seed
+    ctx.key = key
+
+
 def _split(key: Any) -> tuple[Any, Any]:
     new, sub = jax.random.split(key)
     return new, sub
