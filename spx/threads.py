@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import warnings
 
+from spx import _validate
+
 __all__ = [
     "get_num_interop_threads",
     "get_num_threads",
@@ -40,11 +42,11 @@ def _cpus() -> int:
 
 def _checked(name: str, n: object) -> int:
     # torch's messages (RuntimeError for the type too).
-    if isinstance(n, bool) or not isinstance(n, int):
+    if not _validate.is_int(n):  # numpy ints pass, bools don't (as in torch)
         raise RuntimeError(f"{name} expects an int, but got {type(n).__name__}")
     if n <= 0:
         raise RuntimeError(f"{name} expects a positive integer")
-    return n
+    return int(n)
 
 
 def _no_effect(name: str, n: int) -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 import spx
@@ -21,6 +22,10 @@ def test_bad_counts_raise_torchs_error(name, bad):
     with pytest.raises(RuntimeError) as got:
         getattr(spx, name)(bad)
     assert str(got.value) == str(expected.value)
+
+
+def test_numpy_ints_are_counts_as_in_torch():
+    spx.set_num_threads(np.int64(spx.get_num_threads()))  # no error, no warning
 
 
 def test_the_count_is_the_cpus_this_process_may_use():
