@@ -18,6 +18,7 @@ import numpy as _np
 
 from spx import random as _random
 from spx._tensor.grad_mode import no_grad as _no_grad
+from spx._tensor.recorded import record_call as _record_call
 from spx._tensor.recorded import recorded as _recorded
 from spx.nn.functional import activation as _activation
 from spx.nn.functional import attention as _attention
@@ -32,6 +33,7 @@ from spx.nn.functional import pad as _pad
 from spx.nn.functional import pooling as _pooling
 from spx.nn.functional import shape as _shape
 from spx.nn.functional import sparse as _sparse
+from spx.nn.functional import upsampling as _upsampling
 from spx.nn.functional._utils import known_value as _known_value
 from spx.nn.functional.normalization import BatchNormResult as BatchNormResult
 
@@ -263,6 +265,29 @@ flatten = _recorded(_shape.flatten)
 pixel_shuffle = _recorded(_shape.pixel_shuffle)
 pixel_unshuffle = _recorded(_shape.pixel_unshuffle)
 unflatten = _recorded(_shape.unflatten)
+
+
+@functools.wraps(_upsampling.interpolate)
+def interpolate(
+    input: Any,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Any:
+    # The arguments are checked on the shape alone and only the chosen kernel is recorded, so
+    # autocast sees torch's op (upsample_* on its float32 list; area is an adaptive pool).
+    shape = getattr(input, "shape", None)
+    if shape is None:
+        raise TypeError(f"interpolate: input must be a Tensor or array, got {type(input).__name__}")
+    kernel, args = _upsampling.plan(
+        shape, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+    )
+    return _record_call(kernel, (input, *args), {})
+
+
 dropout = _identity_when_off(_dropout.dropout, training_default=True)
 dropout1d = _keyed(_dropout.dropout1d, "key", _dropping)
 dropout2d = _keyed(_dropout.dropout2d, "key", _dropping)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from spx import _validate
 
 Array = jax.Array
 
@@ -51,16 +54,34 @@ def unflatten(input: Array, dim: int, sizes: Sequence[int]) -> Array:
     return x.reshape(*x.shape[:d], *sizes, *x.shape[d + 1 :])
 
 
+def _check_factor(x: Array, r: Any, name: str, factor: str) -> int:
+    r = _validate.as_int(r, factor, name, wrong_type=TypeError)
+    if r <= 0:
+        raise RuntimeError(f"{name} expects a positive {factor}, but got {r}")
+    if x.ndim < 3:
+        raise RuntimeError(
+            f"{name} expects input to have at least 3 dimensions, but got input with {x.ndim} "
+            "dimension(s); pass (*, C, H, W)"
+        )
+    return r
+
+
 def pixel_shuffle(input: Array, upscale_factor: int) -> Array:
     """``(*, C r^2, H, W) -> (*, C, H r, W r)`` (mirrors ``torch...pixel_shuffle``).
+
+    Output channel ``c`` at ``(h * r + i, w * r + j)`` is input channel ``c * r^2 + i * r + j``
+    at ``(h, w)``, torch's order, so it inverts a conv laid out for torch.
 
     Example:
         >>> F.pixel_shuffle(jnp.ones((1, 8, 3, 3)), 2).shape  # (1, 2, 6, 6)
     """
-    x, r = jnp.asarray(input), upscale_factor
-    if x.ndim < 3 or x.shape[-3] % (r * r):
+    x = jnp.asarray(input)
+    r = _check_factor(x, upscale_factor, "pixel_shuffle", "upscale_factor")
+    if x.shape[-3] % (r * r):
         raise RuntimeError(
-            f"pixel_shuffle: expected (*, C * {r}^2, H, W) input, got shape {x.shape}"
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+            f"square of upscale_factor, but input.size(-3)={x.shape[-3]} is not divisible by "
+            f"{r * r}"
         )
     *lead, c, h, w = x.shape
     x = x.reshape(*lead, c // (r * r), r, r, h, w)
@@ -72,14 +93,19 @@ def pixel_shuffle(input: Array, upscale_factor: int) -> Array:
 def pixel_unshuffle(input: Array, downscale_factor: int) -> Array:
     """``(*, C, H r, W r) -> (*, C r^2, H, W)`` (mirrors ``torch...pixel_unshuffle``).
 
+    The inverse of :func:`pixel_shuffle`.
+
     Example:
         >>> F.pixel_unshuffle(jnp.ones((1, 2, 6, 6)), 2).shape  # (1, 8, 3, 3)
     """
-    x, r = jnp.asarray(input), downscale_factor
-    if x.ndim < 3 or x.shape[-1] % r or x.shape[-2] % r:
-        raise RuntimeError(
-            f"pixel_unshuffle: expected (*, C, H, W) with H, W divisible by {r}, got {x.shape}"
-        )
+    x = jnp.asarray(input)
+    r = _check_factor(x, downscale_factor, "pixel_unshuffle", "downscale_factor")
+    for axis, what in ((-2, "height"), (-1, "width")):
+        if x.shape[axis] % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {what} to be divisible by downscale_factor, but "
+                f"input.size({axis})={x.shape[axis]} is not divisible by {r}"
+            )
     *lead, c, h, w = x.shape
     x = x.reshape(*lead, c, h // r, r, w // r, r)
     n = len(lead)

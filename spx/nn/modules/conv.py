@@ -1,6 +1,8 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d`` and their lazy forms ``LazyConv1d``, ``LazyConv2d``.
+"""Convolution layers: ``Conv1d``, ``Conv2d`` and their lazy forms; the shared ``_ConvNd`` base
+that the transposed convolutions (:mod:`.conv_transpose`) build on.
 
-Weights are ``(out_channels, in_channels // groups, *kernel_size)`` and inputs channels-first,
+Weights are ``(out_channels, in_channels // groups, *kernel_size)`` (``(in_channels,
+out_channels // groups, *kernel_size)`` for transposed convs) and inputs channels-first,
 exactly as in torch, so a torch ``state_dict`` loads with no transpose. Non-zero padding modes
 (``reflect``, ``replicate``, ``circular``) pad explicitly with ``F.pad`` and then convolve with no
 padding, the same two steps torch takes, so the numbers match at the borders.
@@ -28,9 +30,10 @@ def _tuple(value: Any, n: int, cls: str, name: str, minimum: int) -> tuple[int, 
 
 
 class _ConvNd(Module):
-    """Shared constructor, init, validation and repr of ``Conv1d``/``Conv2d``."""
+    """Shared constructor, init, validation and repr of the convolutions and transposed ones."""
 
     _nd = 0
+    _transposed = False
 
     def __init__(
         self,
@@ -83,8 +86,8 @@ class _ConvNd(Module):
         else:
             self.padding = _tuple(padding, nd, cls, "padding", 0)
         self.dilation = _tuple(dilation, nd, cls, "dilation", 1)
-        self.transposed = False
-        self.output_padding = (0,) * nd
+        self.transposed = self._transposed
+        self.output_padding = (0,) * nd  # a transposed conv sets its own after this
         self.groups = groups
         if padding_mode not in _PADDING_MODES:
             raise ValueError(
@@ -148,7 +151,7 @@ class _ConvNd(Module):
     def _check_input(self, input: Tensor) -> None:
         cls, nd = type(self).__name__, self._nd
         if input.ndim not in (nd + 1, nd + 2):
-            spatial = ", ".join(["H", "W"][-nd:] if nd == 2 else ["L"])
+            spatial = ", ".join(["D", "H", "W"][-nd:] if nd > 1 else ["L"])
             raise RuntimeError(
                 f"{cls}: expected a {nd + 2}-D input (N, C, {spatial}) or an unbatched "
                 f"{nd + 1}-D input (C, {spatial}), got shape {tuple(input.shape)}"
@@ -182,6 +185,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * nd:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * nd:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
