@@ -58,9 +58,21 @@ _LOWER_COMMON = [
     ("spx._tensor.methods.linalg", "_addbmm"),
     # torch runs these through bmm/mm, which are on the list, so they come out low too.
     ("spx.ops.linalg", "_einsum"), ("spx.ops.linalg", "_tensordot"),
+    ("spx.linalg._products", "_vecdot"),  # linalg_vecdot: on both of torch's lists
+    # A CPU LSTM is mkldnn_rnn_layer (on the list); an Elman RNN or cell is linear + tanh/relu
+    # with nothing after to widen it, so it comes out low too (a GRU's or an LSTMCell's gate
+    # arithmetic with the float32 state widens theirs: those stay off the CPU list).
+    ("spx.nn.functional.rnn", "lstm_layer"), ("spx.nn.functional.rnn", "rnn_tanh_layer"),
+    ("spx.nn.functional.rnn", "rnn_relu_layer"), ("spx.nn.functional.rnn", "rnn_tanh_cell"),
+    ("spx.nn.functional.rnn", "rnn_relu_cell"),
 ]  # fmt: skip
 _LOWER_CUDA_ONLY = [
     ("spx._tensor.methods.linalg", "_mv"), ("spx._tensor.methods.linalg", "_addr"),
+    ("spx.linalg._products", "_multi_dot"),  # linalg_multi_dot
+    # The cells are on torch's CUDA list; the layers run as cuDNN RNNs, which autocast casts
+    # to float16 too (aten/src/ATen/cudnn/AutocastRNN.cpp).
+    ("spx.nn.functional.rnn", "gru_layer"), ("spx.nn.functional.rnn", "lstm_cell"),
+    ("spx.nn.functional.rnn", "gru_cell"),
 ]  # fmt: skip
 _FP32_COMMON = [
     ("spx.nn.functional.cross_entropy", "cross_entropy"),
@@ -78,6 +90,19 @@ _FP32_COMMON = [
     ("spx._tensor.methods.linalg", "_inverse"), ("spx._tensor.methods.linalg", "_det"),
     ("spx._tensor.methods.linalg", "_logdet"), ("spx._tensor.methods.linalg", "_pinverse"),
     ("spx._tensor.methods.arrange", "_trace"),
+    # torch.linalg's decompositions and solves and every torch.fft transform: torch's CPU
+    # list. On CUDA torch has no half kernels for the former, and its half FFTs give complex32,
+    # which spx lacks: float32 is what runs there too.
+    *[
+        ("spx.linalg._decompositions", name)
+        for name in ("_cholesky", "_qr", "_svd", "_svdvals", "_eigh", "_eigvalsh")
+    ],
+    *[("spx.linalg._solvers", name) for name in ("_inv_ex", "_solve", "_lstsq")],
+    ("spx.linalg._rank", "_matrix_rank"), ("spx.linalg._norms", "_cond"),
+    *[
+        ("spx.fft", name)
+        for name in ("_c2c", "_r2c", "_c2r", "_hermitian_to_real", "_real_to_hermitian")
+    ],
 ]  # fmt: skip
 _FP32_CUDA_ONLY = [
     ("spx.nn.functional.activation", "softmax"), ("spx.nn.functional.activation", "log_softmax"),
@@ -93,6 +118,13 @@ _FP32_CUDA_ONLY = [
     ("jax.numpy", "log10"), ("jax.numpy", "log1p"), ("jax.numpy", "reciprocal"),
     ("jax.numpy", "sinh"), ("jax.numpy", "cosh"), ("jax.numpy", "tan"), ("jax.numpy", "arcsin"),
     ("jax.numpy", "arccos"),
+    # linalg_vector_norm/linalg_matrix_norm (torch's fp32-with-dtype list, CUDA only).
+    ("spx.linalg._norms", "_vector_norm"), ("spx.linalg._norms", "_matrix_norm"),
+    # torch's upsample_nearest*/_upsample_nearest_exact*, upsample_linear1d/bilinear2d/
+    # trilinear3d and upsample_bicubic2d (F.interpolate; its 'area' mode is an adaptive pool).
+    ("spx.nn.functional.upsampling", "upsample_nearest"),
+    ("spx.nn.functional.upsampling", "upsample_linear"),
+    ("spx.nn.functional.upsampling", "upsample_bicubic2d"),
 ]  # fmt: skip
 
 

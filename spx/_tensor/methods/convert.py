@@ -114,6 +114,14 @@ def _stop_gradient(x: Any) -> Any:
     return jax.lax.stop_gradient(x)
 
 
+def _real(x: Any) -> Any:
+    return jnp.real(x)
+
+
+def _imag(x: Any) -> Any:
+    return jnp.imag(x)
+
+
 def _without_history(t: Any) -> Any:
     """A new tensor over ``t``'s value, recorded with grad mode off: no autograd history."""
     previous = graph.set_grad_enabled_flag(False)
@@ -173,6 +181,24 @@ class ConvertMethods:
 
     def resolve_neg(self) -> Any:
         return self
+
+    # torch's .real/.imag are views that can be written through; spx's are copies.
+    @property
+    def real(self) -> Any:
+        """The real part of a complex tensor (the tensor itself if it is real, as torch)."""
+        if not self.is_complex():
+            return self
+        return apply(_real, (), (self,))
+
+    @property
+    def imag(self) -> Any:
+        """The imaginary part of a complex tensor (torch's error for a real one)."""
+        if not self.is_complex():
+            raise RuntimeError(
+                f"imag is not implemented for tensors with non-complex dtypes ({self.dtype}); "
+                "a real tensor's imaginary part is spx.zeros_like(x)"
+            )
+        return apply(_imag, (), (self,))
 
     def element_size(self) -> int:
         return np.dtype(self.dtype).itemsize
