@@ -47,7 +47,7 @@ def tensor_repr(t: Any) -> str:
     else:
         arr = np.asarray(value)
         body = _format_array(arr, len("tensor("))
-        if arr.dtype not in (np.float32, np.int32, np.bool_) or arr.size == 0:
+        if arr.dtype not in (np.float32, np.complex64, np.int32, np.bool_) or arr.size == 0:
             extras.append(f"dtype=spx.{arr.dtype.name}")
         if arr.size == 0 and arr.ndim > 1:
             extras.append(f"size={tuple(arr.shape)}")

@@ -252,6 +252,10 @@ def reaches(node: Node, keys: set[tuple[int, int]]) -> bool:
     return False
 
 
+def _conj(x: Any) -> Any:
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
 def _tap(value: Any, zero: Any) -> Any:
     return value + zero
 
@@ -305,7 +309,10 @@ def _program(key: tuple) -> Any:
 
         roots, vjp, values = jax.vjp(f, primals, has_aux=True)
         cots = cotangents if has_cot else [jnp.ones_like(r) for r in roots]
-        (grads,) = vjp(cots)
+        # Complex numbers: torch's gradient is the conjugate of JAX's vjp (conjugate Wirtinger
+        # convention), and so is the gradient torch takes in: conj(vjp(conj(cotangent))).
+        (grads,) = vjp([_conj(c) for c in cots])
+        grads = [_conj(g) for g in grads]
         grads = [g if a is None else g + env[a] for g, a in zip(grads, acc_slots, strict=True)]
         return values, grads
 

@@ -98,6 +98,8 @@ ERRORS = [
     ("matmul_inner", lambda m, a, b: m.matmul(a, b), (2, 3), (4, 5)),
     ("dot_size", lambda m, a, b: m.dot(a, b), (3,), (4,)),
     ("cross_size", lambda m, a, b: m.cross(a, b, dim=0), (2, 3), (2, 3)),
+    ("cross_ndim", lambda m, a, b: m.cross(a, b, dim=-1), (2, 4, 3), (3,)),  # was a ValueError
+    ("cross_ndim_method", lambda m, a, b: a.cross(b, dim=-1), (3,), (2, 3)),
 ]
 
 

@@ -537,3 +537,25 @@ def test_bfloat16_modules_record_autograd_like_float32_ones():
     got, want = fn(spx), fn(torch)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_complex_leaves_get_torchs_gradients_not_their_conjugates():
+    # torch's convention is the conjugate of JAX's vjp; real losses and complex gradient=
+    # both must give torch's numbers (they were conjugated before).
+    z0 = np.array([1 + 2j, 3 - 1j, -0.5 + 0.25j], np.complex64)
+    a0 = np.array([0.5 - 1j, 2 + 0.5j, 1j], np.complex64)
+    v0 = np.array([1 + 1j, 2 - 3j, 0.5], np.complex64)
+    results = {}
+    for lib in (torch, spx):
+        z = lib.tensor(z0, requires_grad=True)
+        (z * z).abs().sum().backward()  # a real loss
+        (z.conj() * lib.tensor(a0)).real.sum().backward()  # accumulates
+        first = z.grad.numpy().copy()
+        z = lib.tensor(z0, requires_grad=True)
+        (z * lib.tensor(a0)).exp().backward(gradient=lib.tensor(v0))
+        second = z.grad.numpy()
+        z = lib.tensor(z0, requires_grad=True)
+        (third,) = lib.autograd.grad((z * z).abs().sum(), [z])
+        results[lib.__name__] = (first, second, third.numpy())
+    for got, want in zip(results["spx"], results["torch"], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -269,6 +269,9 @@ def test_repr():
     assert repr(spx.tensor([1.0, 2.0])) == repr(torch.tensor([1.0, 2.0]))
     assert repr(spx.tensor([1, 2])) == "tensor([1, 2])"
     assert repr(spx.ones(2, dtype=spx.float16)) == "tensor([1., 1.], dtype=spx.float16)"
+    # complex64 is the default complex dtype (torch leaves it out too), complex128 is not.
+    assert "dtype" not in repr(spx.tensor(np.array([1 + 2j], np.complex64)))
+    assert "dtype" not in repr(torch.tensor(np.array([1 + 2j], np.complex64)))
     assert "requires_grad=True" in repr(spx.ones(2, requires_grad=True))
     assert "grad_fn" in repr(spx.ones(2, requires_grad=True) * 2)
 

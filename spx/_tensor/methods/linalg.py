@@ -252,6 +252,12 @@ class LinalgMethods:
 
     def cross(self, other: Any, dim: int | None = None) -> Any:
         """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
+        if len(self.shape) != len(_shape_of(other)):
+            # torch's rule (and a dim counted on one shape would mean another in the other).
+            raise RuntimeError(
+                "linalg.cross: inputs must have the same number of dimensions. Got shapes "
+                f"{list(self.shape)} and {list(_shape_of(other))}; unsqueeze the smaller one"
+            )
         try:
             shape = tuple(np.broadcast_shapes(tuple(self.shape), _shape_of(other)))
         except ValueError:
