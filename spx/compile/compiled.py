@@ -339,6 +339,10 @@ class CompiledFunction:
                         raise
                     raise clearer from None
                 flat_out = binding.read_flat()
+                # Returned tensors that are state (``return model.weight.grad``) are the same
+                # objects the restore below writes the old values back into: take their traced
+                # values now, or the program would return the state from before the step.
+                out = jax.tree_util.tree_map(_snapshot, out, is_leaf=_is_tensor)
             finally:
                 # Classes first: a lazy parameter materialized by the trace takes back its
                 # "no value yet" (None), which only UninitializedParameter can hold.
@@ -527,6 +531,14 @@ def _write_arguments(dyn: list[Any], positions: tuple[int, ...], values: list[An
         else:  # a view: the write goes through to its base, as the step's write did
             with no_grad():
                 t.copy_(Tensor._of(value))
+
+
+def _snapshot(x: Any) -> Any:
+    """A new Tensor holding ``x``'s current value (anything else as it is)."""
+    if not isinstance(x, Tensor) or isinstance(x, Parameter):
+        return x  # a returned Parameter is refused with its own message
+    children, aux = type(x)._tree_flatten(x)
+    return type(x)._tree_unflatten(aux, children)
 
 
 def _is_tensor(x: Any) -> bool:

@@ -508,3 +508,34 @@ def test_a_call_with_other_objects_or_roles_is_not_taken_for_the_last_one():
     np.testing.assert_array_equal(s1[0].weight.detach().numpy(), after1)
     assert not np.array_equal(after1, before1)
     assert not np.array_equal(s2[0].weight.detach().numpy(), before2)
+
+
+def test_returning_state_tensors_returns_their_values_after_the_step():
+    # `return model.weight.grad, bn.running_mean` returned the values from before the first
+    # step on every call (the restore after tracing wrote old values into the same objects).
+    torch.manual_seed(0)
+    t_lin, t_bn = torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)
+    lin, bn = nn.Linear(3, 2), nn.BatchNorm1d(2)
+    copy_torch_weights(t_lin, lin)
+    t_opt = torch.optim.SGD(t_lin.parameters(), lr=0.1)
+    opt = spx.optim.SGD(lin.parameters(), lr=0.1)
+
+    @spx.compile
+    def step(lin, bn, opt, x):
+        opt.zero_grad()
+        (bn(lin(x)) * spx.tensor([[1.0, -2.0]])).tanh().sum().backward()
+        opt.step()
+        return lin.weight.grad, bn.running_mean, lin.weight.detach()  # an alias of state too
+
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.normal(size=(4, 3)).astype(np.float32)
+        g, rm, w = step(lin, bn, opt, spx.tensor(x))
+        t_opt.zero_grad()
+        (t_bn(t_lin(torch.tensor(x))) * torch.tensor([[1.0, -2.0]])).tanh().sum().backward()
+        t_opt.step()
+        np.testing.assert_allclose(g.numpy(), t_lin.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(rm.numpy(), t_bn.running_mean.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            w.numpy(force=True), t_lin.weight.detach().numpy(), rtol=1e-5, atol=1e-6
+        )
