@@ -12,11 +12,13 @@ How it runs here:
   (a ``jax.custom_vjp``), traced into the compiled backward program with the saved tensors and
   the gradients as Tensors. So ``loss.backward()``, ``spx.autograd.grad`` and ``spx.compile``
   run it as part of their one XLA program.
-* Tensors kept on ``ctx`` (``ctx.x = x`` as well as ``save_for_backward``) enter that program
-  as inputs. Other values (``ctx.alpha = 0.5``) are constants of it, as a Python number in a
-  ``jax.jit``-ed function is: eagerly, a value that changes every step compiles a program per
-  value (inside ``spx.compile`` a number argument is traced, so it stays an input). Pass such a
-  value as a tensor argument to avoid that.
+* Tensors kept on ``ctx`` (``ctx.x = x``, ``ctx.ys = [y, z]`` as well as
+  ``save_for_backward``) enter that program as inputs. Other values (``ctx.alpha = 0.5``) are
+  constants of it, as a Python number in a ``jax.jit``-ed function is, and so are the numbers
+  and strings ``backward`` reads from its class, globals or closure: a changed value traces the
+  backward again (one compile per value; inside ``spx.compile`` a number argument is traced, so
+  it stays an input). Other objects ``backward`` reads (a config object's fields) are read when
+  it is traced: keep changing values on ``ctx``.
 
 Gradients that ``backward`` returns are checked as torch checks them (one per ``forward``
 argument, None for non-tensors, a shape the input broadcasts to — summed back to the input's
@@ -46,11 +48,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spx._tensor import graph
 from spx._tensor.dispatch import apply as _record
@@ -191,30 +195,94 @@ class _Spec:
 
 
 def _attributes(ctx: _Ctx, cls: type) -> tuple[tuple, list]:
-    """ctx's attributes: ``(static items, [(name, tensor or array)])``.
+    """ctx's attributes: ``(static layout, [tensor or array leaves])``.
 
-    Tensors and arrays (``ctx.x = x``, or a scalar spx.compile traces) travel into the
-    backward as inputs of the program; anything else is a constant of it and must hash.
+    Each attribute is flattened as a pytree (a tuple of tensors, a dict of them): tensors and
+    arrays (``ctx.x = x``, or a scalar spx.compile traces) travel into the backward as inputs
+    of the program; the other leaves are constants of it, keyed with their type (0.0, -0.0,
+    0 and False are different constants) and must hash.
     """
     skip = ("needs_input_grad", "to_save", "non_differentiable", "materialize_grads")
-    static, dynamic = [], []
+    layout, dynamic = [], []
     for name, value in sorted(vars(ctx).items()):
         if name in skip:
             continue
-        if isinstance(value, Tensor | jax.Array):
-            dynamic.append((name, value))
+        leaves, tree = jax.tree_util.tree_flatten(value, is_leaf=_is_array)
+        kinds = []
+        for leaf in leaves:
+            if _is_array(leaf):
+                kinds.append(("array", isinstance(leaf, Tensor)))
+                dynamic.append(leaf if not isinstance(leaf, np.ndarray) else jnp.asarray(leaf))
+                continue
+            try:
+                hash(leaf)
+            except TypeError:
+                raise TypeError(
+                    f"{cls.__name__}.forward kept ctx.{name} = {value!r:.60} "
+                    f"({type(value).__name__}), which holds a {type(leaf).__name__} that is "
+                    "not hashable: values on ctx other than tensors become constants of the "
+                    "compiled backward. Keep a tuple instead of a list, or pass the value as a "
+                    "tensor argument and save it"
+                ) from None
+            kinds.append(("const", _typed(leaf)))
+        layout.append((name, tree, tuple(kinds)))
+    return tuple(layout), dynamic
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, Tensor | jax.Array | np.ndarray)
+
+
+def _typed(value: Any) -> tuple:
+    """A constant as a cache key: its type, its value and, for floats, its sign (-0.0)."""
+    if isinstance(value, float):
+        return (float, value, math.copysign(1.0, value))
+    return (type(value), value)
+
+
+def _environment(cls: type) -> tuple:
+    """What ``backward`` reads besides ctx that a compiled backward would bake in: the values
+    of the class attributes and the globals and closure variables it names, when they are
+    numbers, strings or tuples of them (a schedule kept on the class, a global scale).
+
+    They join the cache key, so a changed value traces the backward again, as torch would
+    simply run it with the new value. Other objects are read at tracing time only.
+    """
+    fn = cls.backward
+    fn = getattr(fn, "__func__", fn)
+    items = []
+    for klass in cls.__mro__:
+        if klass in (Function, object):
             continue
-        try:
-            hash(value)
-        except TypeError:
-            raise TypeError(
-                f"{cls.__name__}.forward kept ctx.{name} = {value!r:.60} "
-                f"({type(value).__name__}), which is not hashable: values on ctx become "
-                "constants of the compiled backward. Keep a tuple instead of a list, or pass "
-                "the value as a tensor argument and save it"
-            ) from None
-        static.append((name, value))
-    return tuple(static), dynamic
+        for name, value in vars(klass).items():
+            if _plain(value):
+                items.append(("cls", klass.__qualname__, name, _typed_tree(value)))
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        glb = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            if name in glb and _plain(glb[name]):
+                items.append(("global", name, _typed_tree(glb[name])))
+        for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if _plain(value):
+                items.append(("closure", name, _typed_tree(value)))
+    return tuple(items)
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, int | float | complex | str | bytes | type(None))
+
+
+def _typed_tree(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_typed_tree(v) for v in value)
+    return _typed(value)
 
 
 def _link(cls: type, ctx: _Ctx, args: tuple, output: Any) -> Any:
@@ -237,14 +305,14 @@ def _link(cls: type, ctx: _Ctx, args: tuple, output: Any) -> Any:
         ),
     )
     is_tensor = tuple(isinstance(a, Tensor) for a in args)
-    static, dynamic = _attributes(ctx, cls)
-    ctx_layout = (static, tuple((name, isinstance(v, Tensor)) for name, v in dynamic))
-    spec = _Spec(cls, is_tensor, diff_in, len(floating), saved_layout, ctx_layout, shapes)
+    ctx_layout, dynamic = _attributes(ctx, cls)
+    spec = _Spec(cls, is_tensor, diff_in, len(floating), saved_layout,
+                 (ctx_layout, _environment(cls)), shapes)  # fmt: skip
     arrays = (
         *(args[i] for i in diff_in),
         *(outputs[i] for i in floating),
         *(t for t in saved if t is not None),
-        *(v for _, v in dynamic),
+        *dynamic,
     )
     linked = _record(_linked, (spec,), arrays, n_out=1)
     result = list(outputs)
@@ -283,14 +351,18 @@ def _call_backward(spec: _Spec, saved_arrays: tuple, cotangents: tuple) -> list:
     cls = spec.cls
     name = f"{cls.__name__}Backward"
     ctx = _Ctx()
-    static, dynamic = spec.ctx_static
-    for attr, value in static:
-        setattr(ctx, attr, value)
+    layout, _ = spec.ctx_static
     it = iter(saved_arrays)
     ctx.saved_tensors = tuple(Tensor._of(next(it)) if keep else None for keep in spec.saved)
-    for attr, was_tensor in dynamic:
-        value = next(it)
-        setattr(ctx, attr, Tensor._of(value) if was_tensor else value)
+    for attr, tree, kinds in layout:
+        leaves = []
+        for kind, info in kinds:
+            if kind == "array":
+                value = next(it)
+                leaves.append(Tensor._of(value) if info else value)
+            else:
+                leaves.append(info[1])
+        setattr(ctx, attr, jax.tree_util.tree_unflatten(tree, leaves))
     n_args = len(spec.is_tensor)
     ctx.needs_input_grad = tuple(i in spec.diff_in for i in range(n_args))
     cots = iter(cotangents)
@@ -299,7 +371,8 @@ def _call_backward(spec: _Spec, saved_arrays: tuple, cotangents: tuple) -> list:
         if meta is None:  # a non-tensor output
             grad_outputs.append(None)
         elif meta[2]:
-            grad_outputs.append(Tensor._of(next(cots)))
+            # torch's convention for complex gradients is the conjugate of JAX's.
+            grad_outputs.append(Tensor._of(_conj(next(cots))))
         else:  # non-differentiable (or integer) output: zeros, as torch materializes them
             grad_outputs.append(Tensor._of(jnp.zeros(meta[0], _float_like(meta[1]))))
     previous = graph.set_grad_enabled_flag(False)
@@ -309,6 +382,8 @@ def _call_backward(spec: _Spec, saved_arrays: tuple, cotangents: tuple) -> list:
         graph.set_grad_enabled_flag(previous)
     if not isinstance(grads, tuple):
         grads = (grads,)
+    if len(grads) > n_args and all(g is None for g in grads[n_args:]):
+        grads = grads[:n_args]  # torch allows trailing Nones
     if len(grads) != n_args:
         raise RuntimeError(
             f"function {name} returned an incorrect number of gradients (expected "
@@ -330,8 +405,12 @@ def _call_backward(spec: _Spec, saved_arrays: tuple, cotangents: tuple) -> list:
             out.append(jnp.zeros(shape, dtype))
             continue
         value = g._data if isinstance(g, Tensor) else jnp.asarray(g)
-        out.append(_shaped(value, shape, dtype, name, i))
+        out.append(_conj(_shaped(value, shape, dtype, name, i)))
     return out
+
+
+def _conj(x: Any) -> Any:
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
 
 
 def _float_like(dtype: Any) -> Any:

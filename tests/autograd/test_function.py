@@ -7,6 +7,7 @@ import pytest
 
 import spx
 from spx import nn
+from spx._tensor import program
 from tests._torch_utils import copy_torch_weights
 
 torch = pytest.importorskip("torch")
@@ -281,18 +282,104 @@ def test_torchs_errors_for_missing_methods_and_legacy_calls():
 
 
 def test_an_unhashable_ctx_value_names_itself_and_the_fix():
-    class KeepsList(spx.autograd.Function):
+    class KeepsBuffer(spx.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            ctx.sizes = [1, 2]
+            ctx.raw = bytearray(b"xy")  # neither a tensor, a pytree of them, nor hashable
             return x * 2
 
         @staticmethod
         def backward(ctx, g):
             return g
 
-    with pytest.raises(TypeError, match=r"ctx.sizes = \[1, 2\].*tuple instead of a list"):
-        KeepsList.apply(spx.ones(2, requires_grad=True))
+    with pytest.raises(TypeError, match=r"ctx.raw = bytearray.*pass the value as a tensor"):
+        KeepsBuffer.apply(spx.ones(2, requires_grad=True))
+
+
+def _scaled_by(lib, where):
+    """A Function whose backward reads a scale from ``where`` ("ctx-list", "class")."""
+
+    class Scale(lib.autograd.Function):
+        factor = 1.0
+
+        @staticmethod
+        def forward(ctx, x, ys):
+            ctx.ys = ys  # a list of tensors on ctx (torch allows any object)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.ys[0] * Scale.factor, None
+
+    return Scale
+
+
+def test_tensors_in_containers_on_ctx_and_class_attributes_are_read_each_call():
+    # A list of tensors on ctx must be an input of the compiled backward (not a constant that
+    # recompiles every step), and a class attribute the backward reads (a schedule) must be
+    # its current value, not the one of the first trace.
+    grads = {}
+    for lib in (torch, spx):
+        fn = _scaled_by(lib, "class")
+        x = lib.ones(2, requires_grad=True)
+        for step in range(3):
+            fn.factor = 1.0 / (step + 1)
+            fn.apply(x, [lib.full((2,), float(step + 1))]).sum().backward()
+        grads[lib.__name__] = x.grad.tolist()
+    assert grads["spx"] == pytest.approx(grads["torch"])
+    fn = _scaled_by(spx, "class")
+    x = spx.ones(2, requires_grad=True)
+    for _ in range(2):  # the first call has no .grad to accumulate into: its own program
+        fn.apply(x, [spx.full((2,), 1.0)]).sum().backward()
+    before = len(program._PROGRAMS)
+    for step in range(3):
+        fn.apply(x, [spx.full((2,), float(step))]).sum().backward()
+    assert len(program._PROGRAMS) == before  # one program serves every value
+
+
+def test_complex_inputs_get_torchs_gradients():
+    c0 = np.array([1 - 2j, 0.5 + 1j], np.complex64)
+    grads = {}
+    for lib in (torch, spx):
+
+        class MulConst(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, z, c):
+                ctx.save_for_backward(c)
+                return z * c
+
+            @staticmethod
+            def backward(ctx, g):
+                (c,) = ctx.saved_tensors
+                return g * c.conj(), None
+
+        z = lib.tensor(np.array([2 + 1j, -1 + 3j], np.complex64), requires_grad=True)
+        MulConst.apply(z, lib.tensor(c0)).abs().sum().backward()
+        grads[lib.__name__] = z.grad.numpy()
+    np.testing.assert_allclose(grads["spx"], grads["torch"], rtol=1e-6)
+
+
+def test_trailing_none_gradients_and_signed_zero_constants_as_in_torch():
+    results = {}
+    for lib in (torch, spx):
+
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, s):
+                ctx.s = s
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2 * ctx.s, None, None  # torch accepts extra trailing Nones
+
+        out = []
+        for s in (0.0, -0.0):  # equal as keys of a dict, different gradients
+            x = lib.ones(2, requires_grad=True)
+            Twice.apply(x, s).sum().backward()
+            out.append([np.copysign(1.0, v) for v in x.grad.tolist()])
+        results[lib.__name__] = out
+    assert results["spx"] == results["torch"] == [[1.0, 1.0], [-1.0, -1.0]]
 
 
 def test_mark_dirty_is_refused_with_the_fix():
