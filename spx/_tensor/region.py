@@ -69,7 +69,8 @@ def collapse(outputs: list[tuple[Node, int]], nodes: list[Node]) -> Node | None:
 
     Returns:
         The new node (output ``k`` is ``outputs[k]``), or None when no output was computed in
-        the region (nothing to checkpoint).
+        the region (nothing to checkpoint). Give it only outputs that require grad: the new
+        node requires grad as a whole.
     """
     inside_ids = {id(n) for n in nodes if n.values is None and n.fn is not LEAF}
     reached: set[int] = set()
@@ -119,7 +120,9 @@ def collapse(outputs: list[tuple[Node, int]], nodes: list[Node]) -> Node | None:
     entries = []
     for n, slots in zip(order, input_slots, strict=True):
         ins = tuple(s if s >= 0 else slot(r) for s, r in zip(slots, n.inputs, strict=True))
-        entries.append((n.fn, n.static, ins, first[id(n)], len(n.avals)))
+        # A node recorded without grad (under no_grad inside the function) is a constant for
+        # autograd, as in torch: its outputs are cut from the gradient when replayed.
+        entries.append((n.fn, n.static, ins, first[id(n)], len(n.avals), not n.requires_grad))
     plan = (tuple(entries), tuple(slot(o) for o in outputs), cursor)
     avals = tuple(n.avals[idx] for n, idx in outputs)
     requires_grad = any(type(r) is tuple and r[0].requires_grad for r in boundary)
@@ -135,8 +138,10 @@ def _checkpointed(*values_and_plan: Any) -> Any:
     def replay(*inputs: Any) -> tuple:
         env: list[Any] = [None] * n_slots
         env[: len(inputs)] = inputs
-        for fn, static, ins, at, n_out in entries:
+        for fn, static, ins, at, n_out, constant in entries:
             out = fn(*[env[s] for s in ins], *static)
+            if constant:
+                out = jax.tree_util.tree_map(jax.lax.stop_gradient, out)
             if n_out == 1:
                 env[at] = out
             else:

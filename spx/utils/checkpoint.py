@@ -115,22 +115,26 @@ def checkpoint(
             stacklevel=2,
         )
         return out
-    leaves, tree = jax.tree_util.tree_flatten(out, is_leaf=lambda x: isinstance(x, Tensor))
+    leaves = jax.tree_util.tree_leaves(out, is_leaf=lambda x: isinstance(x, Tensor))
     made = {id(n) for n in recorder.nodes}
-    storages = [t._cur() if isinstance(t, Tensor) else None for t in leaves]
-    inside = [
-        k for k, s in enumerate(storages)
-        if s is not None and id(s.node) in made and s.node.values is None
-    ]  # fmt: skip
-    if not inside:
+    # Outputs computed in the function that carry gradient, each storage once: the same tensor
+    # returned twice, or a tensor and its alias, share one.
+    outputs: dict[int, Any] = {}
+    for t in leaves:
+        if isinstance(t, Tensor):
+            s = t._cur()
+            if id(s.node) in made and s.node.values is None and s.node.requires_grad:
+                outputs.setdefault(id(s), s)
+    if not outputs:
         return out
-    node = region.collapse([(storages[k].node, storages[k].idx) for k in inside], recorder.nodes)
-    if node is None:
-        return out
-    leaves = list(leaves)
-    for i, k in enumerate(inside):
-        leaves[k] = Tensor._wrap(node, i)
-    return jax.tree_util.tree_unflatten(tree, leaves)
+    storages = list(outputs.values())
+    node = region.collapse([(s.node, s.idx) for s in storages], recorder.nodes)
+    if node is not None:
+        # The returned objects now hold the checkpointed values: identity, views and
+        # retain_grad() registrations stay as the function left them.
+        for i, s in enumerate(storages):
+            s.node, s.idx = node, i
+    return out
 
 
 def checkpoint_sequential(

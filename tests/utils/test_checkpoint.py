@@ -215,3 +215,38 @@ def test_under_no_grad_it_is_a_plain_call():
         y = checkpoint(layer, spx.tensor(X), use_reentrant=False)
     assert not y.requires_grad
     np.testing.assert_allclose(y.numpy(), layer(spx.tensor(X)).numpy(force=True), rtol=1e-6)
+
+
+def test_no_grad_inside_is_a_constant_and_outputs_keep_their_requires_grad():
+    results = {}
+    for lib, fn in ((torch, tcheck.checkpoint), (spx, checkpoint)):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = lib.tensor([5.0, 6.0])
+
+        def f(x, lib=lib, c=c):
+            with lib.no_grad():
+                y = x * 2  # a constant for autograd
+            return y * x, y, c * 3
+
+        out, y, z = fn(f, a * 1, use_reentrant=False)
+        out.sum().backward()
+        results[lib.__name__] = (a.grad.tolist(), y.requires_grad, z.requires_grad)
+    assert results["spx"] == results["torch"] == ([2.0, 4.0], False, False)
+
+
+def test_returned_objects_keep_identity_views_and_retain_grad():
+    results = {}
+    for lib, fn in ((torch, tcheck.checkpoint), (spx, checkpoint)):
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+        def f(a):
+            b = a * 2
+            b.retain_grad()
+            return b, b[0], b
+
+        b, row, same = fn(f, x, use_reentrant=False)
+        assert same is b, lib.__name__
+        row.mul_(10)  # in place through a view of an output
+        b.sum().backward()
+        results[lib.__name__] = (b.tolist(), x.grad.tolist(), b.grad.tolist())
+    assert results["spx"] == results["torch"]
