@@ -42,7 +42,7 @@ from spx._tensor.grad_mode import no_grad
 from spx._tensor.tensor import Tensor
 from spx.compile import diagnostics, sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
-from spx.nn import _structure
+from spx.nn import _hooks, _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
 
@@ -380,7 +380,9 @@ class CompiledFunction:
         # Probe trace: which slots the step changes (only those are returned and donated) and
         # which old values it never reads (those are not passed at all).
         probe, record = self._pure(plan, leaves, None)
+        hooks = _hooks.snapshot(plan.binding.modules)
         traced = jax.jit(probe).trace(flat_state, [], [], hparams, dyn)
+        _hooks.restore(hooks)  # the real trace below runs them as the step does
         self._warn_collected()
         changed = record["changed"]
         unused = _unused_slots(traced.jaxpr, _slot_leaf_counts(flat_state))

@@ -32,12 +32,65 @@ TABLES = (
 )
 
 
-def _tables(module: Any) -> dict:
+class HookTable(OrderedDict):
+    """A hook table: an OrderedDict whose every change counts as a structural change, so that
+    ``spx.compile`` re-validates what it traced (``m._forward_hooks.clear()`` included)."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        _structure.bump()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        _structure.bump()
+
+    def clear(self) -> None:
+        super().clear()
+        _structure.bump()
+
+    def pop(self, *args: Any) -> Any:
+        out = super().pop(*args)
+        _structure.bump()
+        return out
+
+    def popitem(self, last: bool = True) -> tuple:
+        out = super().popitem(last)
+        _structure.bump()
+        return out
+
+    def move_to_end(self, key: Any, last: bool = True) -> None:
+        super().move_to_end(key, last)
+        _structure.bump()
+
+
+def tables(module: Any) -> dict:
+    """``module.__dict__``, with the hook tables created if they were not yet."""
     d = module.__dict__
     if TABLES[0] not in d:
         for name in TABLES:
-            d[name] = OrderedDict()
+            d[name] = HookTable()
+        _structure.bump()
     return d
+
+
+def snapshot(modules: Any) -> list[tuple[HookTable, list]]:
+    """The hook tables of ``modules`` as they are now, for :func:`restore`."""
+    return [
+        (m.__dict__[name], list(m.__dict__[name].items()))
+        for m in modules
+        if TABLES[0] in m.__dict__
+        for name in TABLES
+    ]
+
+
+def restore(saved: list[tuple[HookTable, list]]) -> None:
+    """Put back what hooks changed in the tables (``spx.compile``'s probe trace runs the hooks
+    once more than the step: a hook that removes itself must still run in the real trace)."""
+    for table, items in saved:
+        if list(table.items()) != items:
+            OrderedDict.clear(table)
+            OrderedDict.update(table, items)
+            _structure.bump()
 
 
 def _check_callable(hook: Any, what: str) -> None:
@@ -59,12 +112,12 @@ def register(
 ) -> RemovableHandle:
     """Add ``hook`` to ``module``'s forward (``pre``) or forward-pre hooks; see the methods."""
     _check_callable(hook, "register_forward_pre_hook" if pre else "register_forward_hook")
-    d = _tables(module)
+    d = tables(module)
     hooks = d["_forward_pre_hooks" if pre else "_forward_hooks"]
     flags = [d["_forward_pre_hooks_with_kwargs" if pre else "_forward_hooks_with_kwargs"]]
     if not pre:
         flags.append(d["_forward_hooks_always_called"])
-    handle = RemovableHandle(hooks, extra_dict=flags, _on_remove=_structure.bump)
+    handle = RemovableHandle(hooks, extra_dict=flags)
     hooks[handle.id] = hook
     if with_kwargs:
         flags[0][handle.id] = True
@@ -72,7 +125,6 @@ def register(
         flags[1][handle.id] = True
     if prepend:
         hooks.move_to_end(handle.id, last=False)
-    _structure.bump()
     return handle
 
 

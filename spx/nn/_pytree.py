@@ -8,7 +8,6 @@ equal models and never keys on object identity.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -128,7 +127,7 @@ def unflatten(cls: type, aux: tuple, children: Any) -> Any:
     d.update(static.items)
     if _hooks.TABLES[0] in d:
         for name in _hooks.TABLES:
-            d[name] = OrderedDict(d[name])
+            d[name] = _hooks.HookTable(d[name])
     d["training"] = training
     it = iter(children)
     d["_parameters"] = {n: next(it) for n in pnames}

@@ -227,6 +227,8 @@ class Module:
             found = d.get(table)
             if found is not None and name in found:
                 return found[name]
+        if name in _hooks.TABLES and "_parameters" in d:
+            return _hooks.tables(self)[name]  # torch's modules always have them
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:

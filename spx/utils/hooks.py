@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 __all__ = ["RemovableHandle"]
@@ -36,20 +35,11 @@ class RemovableHandle:
     id: int
     _ids = itertools.count()
 
-    def __init__(
-        self,
-        hooks_dict: dict,
-        *,
-        extra_dict: dict | list[dict] | None = None,
-        _on_remove: Callable[[], Any] | None = None,
-    ) -> None:
+    def __init__(self, hooks_dict: dict, *, extra_dict: dict | list[dict] | None = None) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._ids)
         extras = [extra_dict] if isinstance(extra_dict, dict) else list(extra_dict or ())
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
-        # spx: what must happen after removal (a module bumps its structure counter so that
-        # spx.compile stops using a program traced with the hook).
-        self._on_remove = _on_remove
 
     def remove(self) -> None:
         """Unregister the hook; removing twice, or after the owner is gone, does nothing."""
@@ -57,8 +47,6 @@ class RemovableHandle:
             d = ref()
             if d is not None:
                 d.pop(self.id, None)
-        if self._on_remove is not None:
-            self._on_remove()
 
     def __enter__(self) -> RemovableHandle:
         return self

@@ -202,3 +202,30 @@ def test_jax_jit_of_a_model_retraces_when_its_hooks_change():
     assert not np.asarray(f(s, x)).any()
     handle.remove()
     np.testing.assert_allclose(np.asarray(f(s, x)), plain, rtol=1e-6)
+
+
+def test_hook_tables_exist_and_compiled_steps_follow_changes_made_through_them():
+    results = {}
+    for lib in (torch, spx):
+        m = lib.nn.Linear(2, 1)
+        assert len(m._forward_hooks) == 0 and len(m._forward_pre_hooks) == 0  # always there
+        with lib.no_grad():
+            m.weight.fill_(1.0)
+            m.bias.fill_(0.0)
+        # torch eager is the reference
+        f = spx.compile(lambda m, x: m(x)) if lib is spx else (lambda m, x: m(x))
+        x = lib.ones(1, 2)
+        handles = []
+
+        def once(mod, args, out, handles=handles):
+            handles[0].remove()  # one-shot: spx.compile's extra probe trace must not eat it
+            return out + 100
+
+        handles.append(m.register_forward_hook(once))
+        out = [f(m, x).item(), f(m, x).item()]
+        m.register_forward_hook(lambda mod, a, o: o * 0)
+        out.append(f(m, x).item())
+        m._forward_hooks.clear()  # changing the table directly
+        out.append(f(m, x).item())
+        results[lib.__name__] = out
+    assert results["spx"] == results["torch"] == [102.0, 2.0, 0.0, 2.0]
