@@ -34,7 +34,7 @@ def manual_seed(seed: int) -> None:
     """
     seed = _validate.as_int(seed, "seed", "manual_seed", minimum=-(2**63), maximum=2**64 - 1)
     ctx = _context.current()
-    ctx.seed = seed
+    ctx.seed = seed % 2**64  # torch keeps it as uint64: initial_seed() after -1 is 2**64 - 1
     # Keys are created lazily so that seeding does not start the JAX backend.
     ctx.key = None
 

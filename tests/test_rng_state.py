@@ -111,3 +111,27 @@ def test_reseeding_a_generator_restarts_the_loader_that_shuffles_with_it():
         orders[lib.__name__] = (first, next(iter(loader))[0].tolist())
     for first, again in orders.values():
         assert again == first
+
+
+def test_negative_seeds_read_back_as_torchs_unsigned_seed():
+    for lib in (torch, spx):
+        lib.manual_seed(-1)
+        lib.get_rng_state()
+        assert lib.initial_seed() == 2**64 - 1, lib.__name__
+
+
+def test_restoring_the_state_inside_a_compiled_step_repeats_the_draws():
+    spx.manual_seed(0)
+    state = spx.get_rng_state()
+    drop = nn.Dropout(0.5)
+
+    def masked(d, x):
+        spx.set_rng_state(state)  # the same mask every call
+        return d(x)
+
+    eager = masked(drop, spx.ones(16)).numpy()
+    step = spx.compile(masked)
+    first, second = (step(drop, spx.ones(16)).numpy() for _ in range(2))
+    np.testing.assert_array_equal(first, eager)
+    np.testing.assert_array_equal(second, eager)
+    assert 0 < (eager == 0).sum() < 16

@@ -57,6 +57,11 @@ def _roots_and_cotangents(tensors: list, grads: list) -> tuple[list, list | None
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError(_IMPLICIT.format(shape=list(t.shape)))
+            if t.is_complex():
+                raise RuntimeError(
+                    "grad can be implicitly created only for real scalar outputs but got "
+                    f"spx.{t.dtype}; pass gradient= (or backward a real loss: .abs(), .real)"
+                )
             cots.append(None)
         else:
             g_val = g._value() if isinstance(g, Tensor) else jnp.asarray(g)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from spx import _transforms, _user_code
@@ -559,8 +560,9 @@ def _plain_numbers(values: list[Any]) -> bool:
 
 
 def _numeric(tree: Any) -> bool:
+    # jnp's issubdtype: numpy's does not know JAX's typed PRNG keys (the rank's key is state).
     return all(
-        np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_
+        jnp.issubdtype(x.dtype, jnp.number) or x.dtype == np.bool_
         for x in jax.tree_util.tree_leaves(tree)
     )
 

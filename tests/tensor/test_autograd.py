@@ -559,3 +559,12 @@ def test_complex_leaves_get_torchs_gradients_not_their_conjugates():
         results[lib.__name__] = (first, second, third.numpy())
     for got, want in zip(results["spx"], results["torch"], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_complex_scalar_needs_an_explicit_gradient_as_in_torch():
+    for lib in (torch, spx):
+        z = lib.tensor(1 + 2j, requires_grad=True)
+        with pytest.raises(RuntimeError, match="implicitly created only for real scalar"):
+            (z * z).backward()
+        with pytest.raises(RuntimeError, match="implicitly created only for real scalar"):
+            lib.autograd.grad(z * z, [z])
