@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from spx._tensor import _dims, numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods.math import _abs
 from spx._tensor.methods.reduction import _norm
 from spx._tensor.tensor import Tensor
 from spx._validate import as_float
@@ -47,7 +48,7 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int, keepdims: bool) -> Any:
         return jnp.expand_dims(out, tuple(sorted((row, col)))) if keepdims else out
     # 1 / -1: the largest / smallest column sum; inf / -inf: the same over row sums.
     summed, over = (row, col) if abs(ord) == 1 else (col, row)
-    sums = jnp.sum(jnp.abs(x), axis=summed, keepdims=True)
+    sums = jnp.sum(_abs(x), axis=summed, keepdims=True)
     out = (jnp.max if ord > 0 else jnp.min)(sums, axis=over, keepdims=True)
     return out if keepdims else jnp.squeeze(out, (row, col))
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from spx._tensor import numpy_names
 from spx._tensor.dispatch import apply
+from spx._tensor.methods.math import _abs
 from spx._tensor.tensor import Tensor
 from spx.ops._args import operand, tensor_arg
 
@@ -149,7 +150,7 @@ def cross(input: Any, other: Any, dim: int | None = None) -> Tensor:
 
 def _cdist(x1: Any, x2: Any, p: float) -> Any:
     diff = x1[..., :, None, :] - x2[..., None, :, :]
-    a = jnp.abs(diff)
+    a = _abs(diff)
     if p == 0:
         return jnp.sum(diff != 0, axis=-1).astype(x1.dtype)
     if p == 1:

@@ -308,12 +308,27 @@ def _isposinf(x: Any) -> Any:
     return jnp.isposinf(x)
 
 
+@jax.custom_jvp
+def _abs(x: Any) -> Any:
+    """``|x|`` with torch's derivative ``sgn(x)``: 0 at 0 (JAX's is 1 there, which moves L1
+    penalties and L1 losses at exact zeros)."""
+    return jnp.abs(x)
+
+
+@_abs.defjvp
+def _abs_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    if not jnp.issubdtype(x.dtype, jnp.floating):  # complex and integer: JAX's own rule
+        return jax.jvp(jnp.abs, (x,), (t,))
+    return jnp.abs(x), jnp.sign(x) * t
+
+
 def _isneginf(x: Any) -> Any:
     return jnp.isneginf(x)
 
 
 _UNARY = {
-    "abs": jnp.abs, "absolute": jnp.abs, "neg": _neg, "negative": _neg,
+    "abs": _abs, "absolute": _abs, "neg": _neg, "negative": _neg,
     "positive": jnp.positive, "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
     "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10, "log1p": jnp.log1p, "sqrt": jnp.sqrt,
     "rsqrt": _rsqrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "asin": jnp.arcsin,
@@ -530,7 +545,7 @@ class MathMethods(LinalgMethods):
         return self
 
     def __abs__(self) -> Any:
-        return apply(jnp.abs, (), (self,))
+        return apply(_abs, (), (self,))
 
     def __invert__(self) -> Any:
         return apply(_bitwise_not, (), (self,))

@@ -8,6 +8,8 @@ with a dimension return named pairs ``(values, indices)`` as torch's ``torch.ret
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -158,6 +160,13 @@ def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
         if keepdims:
             out = jnp.expand_dims(out, tuple(sorted(a % x.ndim for a in axes)))
         return out
+    p = 2 if p == "fro" else p
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _real_norm(x, p, axis, keepdims)
+    return _norm_value(x, p, axis, keepdims)
+
+
+def _norm_value(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
     a = jnp.abs(x)
     if p == float("inf"):
         return jnp.max(a, axis=axis, keepdims=keepdims)
@@ -167,10 +176,52 @@ def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
         return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
     if p == 1:
         return jnp.sum(a, axis=axis, keepdims=keepdims)
-    if p == "fro" or p == 2:
+    if p == 2:
         sq = a * a if jnp.issubdtype(x.dtype, jnp.complexfloating) else x * x
         return _safe_root(jnp.sum(sq, axis=axis, keepdims=keepdims), 2)
     return _safe_root(jnp.sum(a**p, axis=axis, keepdims=keepdims), p)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+def _real_norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
+    """A p-norm of a real tensor with torch's gradient (``norm_backward``): zero where an
+    element or the norm is zero, and shared evenly between ties for +-inf, where JAX's
+    derivatives of abs/max/pow give 1, the first tie, inf or NaN."""
+    return _norm_value(x, p, axis, keepdims)
+
+
+def _real_norm_fwd(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> tuple:
+    norm = _norm_value(x, p, axis, keepdims)
+    return norm, (x, norm)
+
+
+def _real_norm_bwd(p: Any, axis: tuple | None, keepdims: bool, res: tuple, g: Any) -> tuple:
+    x, norm = res
+    if not keepdims:
+        dims = tuple(range(x.ndim)) if axis is None else tuple(sorted(a % x.ndim for a in axis))
+        g, norm = jnp.expand_dims(g, dims), jnp.expand_dims(norm, dims)
+    sgn, a = jnp.sign(x), jnp.abs(x)
+    if p == 0:
+        grad = jnp.zeros_like(x)
+    elif p == 1:
+        grad = sgn * g
+    elif p == 2:
+        grad = g * jnp.where(norm == 0, 0, x / jnp.where(norm == 0, 1, norm))
+    elif math.isinf(p):
+        mask = (a == norm) | jnp.isnan(a)
+        count = jnp.sum(mask, axis=axis, keepdims=True)
+        grad = sgn * (g / count) * mask
+    elif p < 1:
+        scaled = sgn * jnp.where(x == 0, 0, a ** (p - 1))
+        grad = scaled * g * norm ** (1 - p)
+    else:
+        scaled = sgn * a ** (p - 1) if p < 2 else x * a ** (p - 2)
+        scale = jnp.where(norm == 0, 0, g / jnp.where(norm == 0, 1, norm) ** (p - 1))
+        grad = scaled * scale
+    return (grad.astype(x.dtype),)
+
+
+_real_norm.defvjp(_real_norm_fwd, _real_norm_bwd)
 
 
 def _cov(x: Any, *rest: Any) -> Any:

@@ -16,6 +16,7 @@ import numpy as np
 
 from spx import _user_code, _validate
 from spx import random as spx_random
+from spx._tensor.methods.reduction import _norm
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -127,13 +128,6 @@ def known_value(x: Any) -> np.ndarray | None:
 
 
 def vector_norm(x: jax.Array, p: float, dim: int) -> jax.Array:
-    """``||x||_p`` along ``dim`` with keepdims, with gradients matching torch's ``norm``."""
-    if p == 2:
-        return jnp.sqrt(jnp.sum(jnp.square(x), axis=dim, keepdims=True))
-    if p == 1:
-        return jnp.sum(jnp.abs(x), axis=dim, keepdims=True)
-    if p == float("inf"):
-        return jnp.max(jnp.abs(x), axis=dim, keepdims=True)
-    if p == 0:
-        return jnp.sum((x != 0).astype(x.dtype), axis=dim, keepdims=True)
-    return jnp.sum(jnp.abs(x) ** p, axis=dim, keepdims=True) ** (1.0 / p)
+    """``||x||_p`` along ``dim`` with keepdims, with gradients matching torch's ``norm``
+    (zero at a zero vector, where JAX's derivative of the root is NaN)."""
+    return _norm(x, p, (dim,), True)

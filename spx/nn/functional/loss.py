@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _user_code
+from spx._tensor.methods.math import _abs
 from spx.nn.functional._utils import check_reduction, legacy_reduction, reduce_loss
 
 Array = jax.Array
@@ -91,7 +92,7 @@ def l1_loss(
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, t = _broadcast(jnp.asarray(input), jnp.asarray(target), "l1_loss")
-    return _weighted(jnp.abs(x - t), weight, jnp.asarray(input), reduction, "l1_loss")
+    return _weighted(_abs(x - t), weight, jnp.asarray(input), reduction, "l1_loss")
 
 
 def smooth_l1_loss(
