@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -66,7 +67,19 @@ def _qr(x: Any, mode: str) -> tuple:
 
 
 def _svd(x: Any, full_matrices: bool) -> tuple:
-    u, s, vh = jnp.linalg.svd(x, full_matrices=full_matrices)
+    m, n = x.shape[-2:]
+    if not full_matrices or m == n:
+        return jnp.linalg.svd(x, full_matrices=full_matrices)
+    # JAX has no derivative for the complete U/Vh of a non-square matrix; torch's backward uses
+    # only their first k columns/rows (the others are any basis of the complement). So: the
+    # reduced factors, differentiable, completed by the complement from the complete SVD.
+    u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+    u_full, _, vh_full = jnp.linalg.svd(jax.lax.stop_gradient(x), full_matrices=True)
+    k = s.shape[-1]
+    if m > n:
+        u = jnp.concatenate([u, u_full[..., :, k:]], axis=-1)
+    else:
+        vh = jnp.concatenate([vh, vh_full[..., k:, :]], axis=-2)
     return u, s, vh
 
 

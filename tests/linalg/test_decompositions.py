@@ -71,10 +71,19 @@ def test_svd(full, shape):
     assert U.shape == tU.shape and S.shape == tS.shape and Vh.shape == tVh.shape
 
 
-@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3)])
-def test_svd_gradients(shape):
-    # U*U and Vh*Vh are invariant under the sign of each singular pair.
-    check_grad(lambda m, x: _svd_invariants(m, x, False), general(*shape), **GRAD)
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3), (2, 5, 3)])
+def test_svd_gradients(full, shape):
+    # U*U and Vh*Vh are invariant under the sign of each singular pair. full_matrices=True is
+    # the default: on a non-square matrix JAX alone has no derivative for it.
+    check_grad(lambda m, x: _svd_invariants(m, x, full), general(*shape), **GRAD)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+def test_complete_svd_factors_are_orthogonal(shape):
+    U, _, Vh = spx.linalg.svd(spx.tensor(general(*shape)))  # full_matrices=True
+    for q in (U, Vh):
+        np.testing.assert_allclose((q.mT @ q).numpy(), np.eye(q.shape[-1]), atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3)])

@@ -392,7 +392,7 @@ def test_bad_constructor_arguments(make, error, match):
             TypeError,
             r"pair \(h_0, c_0\)",
         ),
-        (nn.LSTM(4, 3), (np.ones((5, 2, 4), np.float64),), ValueError, "does not match weight"),
+        (nn.LSTM(4, 3), (spx.ones(5, 2, 4).bfloat16(),), ValueError, "does not match weight"),
         (nn.LSTMCell(4, 3), (np.ones((2, 5), np.float32),), RuntimeError, "got 5 expected 4"),
         (
             nn.LSTMCell(4, 3),
@@ -508,3 +508,21 @@ def test_lstm_model_trains_under_spx_compile_like_torch():
     for name, p in t.named_parameters():
         assert_close(params[name], p, 1e-5, 1e-5, name)
     assert step.trace_count == 2  # no optimizer state yet, then the steady state
+
+
+@pytest.mark.parametrize(
+    "build,state",
+    [
+        (lambda m: m.nn.LSTM(3, 4), lambda m: (m.zeros(1, 2, 4).bfloat16(), m.zeros(1, 2, 4))),
+        (lambda m: m.nn.LSTM(3, 4), lambda m: (m.zeros(1, 2, 4), m.zeros(1, 2, 4).bfloat16())),
+        (lambda m: m.nn.GRU(3, 4), lambda m: m.zeros(1, 2, 4, dtype=m.bfloat16)),
+        (lambda m: m.nn.GRUCell(3, 4), lambda m: m.zeros(2, 4, dtype=m.bfloat16)),
+    ],
+)  # fmt: skip
+def test_a_state_of_another_dtype_is_refused_as_in_torch(build, state):
+    # It used to fail inside lax.scan (carry types differ) or silently return float32.
+    for lib in (torch, spx):
+        layer = build(lib)
+        x = lib.ones(5, 2, 3) if not isinstance(layer, lib.nn.GRUCell) else lib.ones(2, 3)
+        with pytest.raises(RuntimeError):
+            layer(x, state(lib))

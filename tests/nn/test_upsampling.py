@@ -76,6 +76,35 @@ def test_interpolate_matches_torch(dim, mode, align_corners, resize):
                  jax_form=mode != "area")  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "spatial,mode,scale",
+    [((5, 6), "nearest", 1.1), ((5, 6), "nearest", 2.1), ((3, 4, 5), "nearest", 2.1),
+     ((7,), "nearest", 2.1), ((5, 6), "bicubic", 1.1), ((5, 6), "bilinear", 1.1)],
+)  # fmt: skip
+def test_scale_factors_that_keep_or_double_the_size(spatial, mode, scale):
+    # Such factors hit torch's shortcuts: its 2-D nearest kernel then ignores the factor (rows
+    # copied or halved); its backward kernels take shortcuts its forward does not (3-D
+    # nearest doubled, bicubic unchanged), so torch's gradient there disagrees with its own
+    # forward. The reference: torch's forward values, and the gradient of that forward
+    # (a linear map, read off column by column), which is what spx's backward computes.
+    shape = (1, 1, *spatial)
+    kw = dict(scale_factor=scale, mode=mode)
+    if mode != "nearest":
+        kw["align_corners"] = False
+    x = np.random.default_rng(0).standard_normal(shape)
+    want = TF.interpolate(torch.tensor(x), **kw)
+    w = np.random.default_rng(1).standard_normal(tuple(want.shape))
+    basis = np.eye(x.size).reshape(x.size, *shape)
+    columns = [
+        float((TF.interpolate(torch.tensor(e), **kw) * torch.tensor(w)).sum()) for e in basis
+    ]
+    t = spx.tensor(x.astype(np.float32), requires_grad=True)
+    got = F.interpolate(t, **kw)
+    (got * spx.tensor(w.astype(np.float32))).sum().backward()
+    assert_close(got, want.float(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t.grad.numpy().reshape(-1), columns, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
 @pytest.mark.parametrize("n_in", [3, 7, 10])
 @pytest.mark.parametrize("n_out", [1, 2, 5, 11, 20, 31])
@@ -224,3 +253,15 @@ def test_autocast_runs_upsampling_in_float32_on_cuda_only():
     with spx.autocast("cpu"):
         got = F.interpolate(spx.tensor(x, dtype=spx.bfloat16), scale_factor=2, mode="bilinear")
     assert want.dtype == torch.bfloat16 and got.dtype == spx.bfloat16
+
+
+def test_uint8_images_round_instead_of_truncating():
+    # torch's uint8 kernels are their own fixed-point algorithm: bilinear agrees within one
+    # level, and must not be biased (a plain cast truncated every pixel downwards).
+    x = np.random.default_rng(0).integers(0, 256, (2, 3, 9, 7), dtype=np.uint8)
+    kw = dict(size=(15, 11), mode="bilinear", align_corners=False)
+    want = TF.interpolate(torch.tensor(x), **kw).numpy().astype(np.int64)
+    got = F.interpolate(spx.tensor(x), **kw)
+    assert got.dtype == spx.uint8
+    diff = got.numpy().astype(np.int64) - want
+    assert np.abs(diff).max() <= 1 and abs(diff.mean()) < 0.05

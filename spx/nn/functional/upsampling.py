@@ -11,7 +11,12 @@ sample at ``scale * (dst + 0.5) - 0.5`` clamped at 0 (``align_corners=False``) o
 used: its nearest rounds differently and it antialiases when downsampling.
 
 Gradients are JAX's transposes of the gathers (scatter-adds), which is what torch's backward
-kernels compute. ``area`` is ``adaptive_avg_pool{1,2,3}d``, as in torch.
+kernels compute — except where torch's backward takes a size shortcut its forward does not
+(3-D ``nearest`` with exactly doubled sizes, ``bicubic`` with unchanged sizes from a
+``scale_factor``): there spx's gradient is the true one of the forward both compute.
+``area`` is ``adaptive_avg_pool{1,2,3}d``, as in torch. Integer (uint8) images in the linear
+and cubic modes: the float result rounded and saturated; torch's uint8 kernels are a separate
+fixed-point algorithm (bilinear within 1 level of spx's, bicubic within ~10 at the borders).
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.interpolate.html
 """
@@ -98,6 +103,17 @@ def _compute_dtype(x: Array) -> Any:
     return jnp.promote_types(x.dtype, jnp.float32)
 
 
+def _cast_back(x: Array, dtype: Any) -> Array:
+    # Integer images (uint8) round to the nearest level and saturate (a plain cast would
+    # truncate: every pixel biased down). torch's uint8 CPU kernels are a separate fixed-point
+    # algorithm (renormalized taps at the borders): bilinear agrees within 1 level, bicubic
+    # within ~10 near the borders; torch's own float path differs from them as much.
+    if jnp.issubdtype(dtype, jnp.integer):
+        info = jnp.iinfo(dtype)
+        x = jnp.clip(jnp.round(x), info.min, info.max)
+    return x.astype(dtype)
+
+
 def upsample_nearest(
     input: Array, output_size: Sequence[int], scales: Sequence[float | None], exact: bool
 ) -> Array:
@@ -116,7 +132,13 @@ def upsample_nearest(
     x = jnp.asarray(input)
     ft = _opmath(x.dtype)
     for i, (n_out, scale) in enumerate(zip(output_size, scales, strict=True)):
-        rows = _nearest_rows(x.shape[2 + i], n_out, scale, exact, ft)
+        n_in = x.shape[2 + i]
+        if len(output_size) == 2 and not exact and n_in and n_out in (n_in, 2 * n_in):
+            # torch's 2-D nearest kernel (nearest_idx) copies a dim whose size is unchanged and
+            # halves indices for a doubled one, whatever scale_factor says; 1-D/3-D don't.
+            rows = np.arange(n_out) // (n_out // n_in)
+        else:
+            rows = _nearest_rows(n_in, n_out, scale, exact, ft)
         x = jnp.take(x, jnp.asarray(rows), axis=2 + i)
     return x
 
@@ -147,7 +169,7 @@ def upsample_linear(
         i0, lam = _guard(_source_index(s, n_out, align_corners, False, ft), n_in)
         i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
         x = _along(x, 2 + i, (i0, i1), (ft(1) - lam, lam))
-    return x.astype(dtype)
+    return _cast_back(x, dtype)
 
 
 def _cubic_weights(t: Any) -> list[Any]:
@@ -182,7 +204,7 @@ def upsample_bicubic2d(
         i0, t = _guard(_source_index(s, n_out, align_corners, True, ft), n_in)
         rows = [np.clip(i0 - 1 + k, 0, n_in - 1) for k in range(4)]
         x = _along(x, 2 + i, rows, _cubic_weights(t))
-    return x.astype(dtype)
+    return _cast_back(x, dtype)
 
 
 _AREA = {

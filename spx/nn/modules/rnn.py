@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import jax
+
 from spx import _user_code, _validate
 from spx._tensor import graph
 from spx._tensor.recorded import recorded
@@ -51,12 +53,15 @@ def _check_sizes(cls: str, input_size: Any, hidden_size: Any) -> tuple[int, int]
     )
 
 
-def _check_dtype(cls: str, input: Any, weight: Parameter) -> None:
+def _check_dtype(cls: str, input: Any, weight: Parameter, what: str = "input") -> None:
     # Under autocast the recorded op casts both sides, as torch's check also allows.
-    if input.dtype != weight.dtype and graph.STATE.autocast is None:
-        raise ValueError(
-            f"{cls}: input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). "
-            f"Convert input: input.to({weight.dtype}), or convert model: model.to({input.dtype})"
+    # numpy float64 becomes float32 on the way in (without x64), as every array input does.
+    dtype = jax.dtypes.canonicalize_dtype(input.dtype)
+    if dtype != weight.dtype and graph.STATE.autocast is None:
+        error = ValueError if what == "input" else RuntimeError  # torch raises for states too
+        raise error(
+            f"{cls}: {what} dtype ({dtype}) does not match weight dtype ({weight.dtype}). "
+            f"Convert it: {what}.to({weight.dtype}), or convert the model: model.to({dtype})"
         )
 
 
@@ -188,7 +193,8 @@ class RNNBase(Module):
         return input.ndim == 3
 
     def _check_state(self, state: Any, input: Any, size: str, what: str) -> None:
-        """An initial state's rank and shape against the input (torch's messages)."""
+        """An initial state's rank, shape and dtype against the input (torch's messages)."""
+        _check_dtype(type(self).__name__, state, self._required_parameter("weight_ih_l0"), what)
         batched = input.ndim == 3
         want = 3 if batched else 2
         if state.ndim != want:
@@ -474,6 +480,7 @@ class RNNCellBase(Module):
         for i, state in enumerate(states):
             if state is None:
                 continue
+            _check_dtype(cls, state, self._required_parameter("weight_ih"), f"hidden{i}")
             if state.ndim != input.ndim:
                 raise ValueError(
                     f"{cls}: Expected hidden{i} to be {input.ndim}D like the input (shape "
