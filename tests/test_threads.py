@@ -48,11 +48,15 @@ def test_the_count_follows_the_cpus_given_at_start_up():
     # The way the warning recommends (taskset): a process started on one CPU reports one.
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("needs sched_setaffinity (Linux)")
-    code = "import os, spx; os.sched_getaffinity(0); print(spx.get_num_threads())"
+    code = "import spx; print(spx.get_num_threads())"
     cpu = sorted(os.sched_getaffinity(0))[0]
+    # Pinned by a fresh interpreter that then execs the check (no preexec_fn: forking this
+    # multithreaded JAX process and running Python in the child can deadlock).
+    pin = (
+        f"import os, sys; os.sched_setaffinity(0, {{{cpu}}}); "
+        f"os.execv(sys.executable, [sys.executable, '-c', {code!r}])"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", code],
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", pin], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "1"
