@@ -25,6 +25,11 @@ pinned: 2.9-3.2 ms, so XLA's thread pool costs more than it gains at these shape
 no knob for its CPU thread count), the optimizer program 0.2 ms, and the walk that builds each
 program's key ~0.4 ms; the rest is Python recording ops, overlapped with XLA's compute.
 
+Again on 2026-11-26 17:35, quiet box (load 0.1-0.5), after ``spx.from_numpy`` went through a
+jitted identity (~10-25 µs instead of ~35 µs; the loop builds each batch from 32 numpy
+slices): 0.99x, 0.91x, 0.97x torch (torch 9.8-10.1 ms/step). Alternating with the code from
+before that change: before 1.00 / 1.23 / 1.41x, after 0.93 / 1.08 / 0.96x.
+
 Usage: ``python tools/bench_eager.py [--steps 100] [--batch-size 8]``
 """
 
