@@ -18,6 +18,8 @@
 #   profile     where the host time of a compiled step goes on the GPU (cProfile), with and
 #               without gradients kept after the step
 #   bench_pp    tools/bench_pp_vs_torch.py on the machine's CPU cores (JAX_PLATFORMS=cpu)
+#   tests_new   parity tests of autograd Functions, checkpointing, hooks, RNNs, transposed convs,
+#               linalg/fft and RNG state with the GPU as JAX's default device
 set -u
 out="${OUT:-/tmp/spx-gpu-check}"
 mkdir -p "$out"
@@ -148,5 +150,10 @@ EOF
 
 TAIL=6 step tests_gpu 150 "$py" -m pytest -q --maxfail=20 -p no:cacheprovider tests/tensor tests/nn/test_linear.py \
     tests/optim tests/test_training_parity.py
+
+# Autograd Functions, activation checkpointing, hooks, RNNs, transposed convs, linalg/fft, RNG state.
+TAIL=8 step tests_new 150 "$py" -m pytest -q --maxfail=20 -p no:cacheprovider tests/autograd \
+    tests/utils/test_checkpoint.py tests/nn/test_hooks.py tests/nn/test_rnn.py \
+    tests/nn/test_conv_transpose.py tests/linalg tests/test_fft.py tests/test_rng_state.py
 
 rm -rf "$run_dir"
