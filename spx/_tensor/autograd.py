@@ -79,17 +79,37 @@ def _roots_and_cotangents(tensors: list, grads: list) -> tuple[list, list | None
     ]
 
 
-def _set_grad(t: Any, value: Any) -> None:
+def _run_hooks(hooks: Any, value: Any) -> Any:
+    """``value`` through torch's tensor hooks: each may return a replacement (None keeps it)."""
     from spx._tensor.tensor import Tensor
 
-    for hook in t.__dict__.get("_grad_hooks", ()):
+    for hook in list(hooks):
         out = hook(Tensor._of(value))
         if out is not None:
-            value = out._value() if isinstance(out, Tensor) else out
+            new = out._value() if isinstance(out, Tensor) else jnp.asarray(out)
+            if tuple(new.shape) != tuple(value.shape):
+                raise RuntimeError(
+                    f"hook {getattr(hook, '__name__', hook)!r} has changed the size of value: "
+                    f"expected {list(value.shape)}, got {list(new.shape)}"
+                )
+            value = new.astype(value.dtype)
+    return value
+
+
+def _set_grad(t: Any, value: Any, add: bool = False) -> None:
+    """Give ``t`` the gradient ``value``; ``add``: added to its current ``.grad``.
+
+    Without ``add`` the caller already added the old ``.grad`` inside the program (not for a
+    tensor with hooks: they see this backward's gradient alone, as torch's do).
+    """
+    from spx._tensor.tensor import Tensor
+
     grad = t._grad
     if grad is None:
         t._grad = Tensor._of(value)
     else:
+        if add:
+            value = grad._value() + value
         s = grad._cur()
         s.node, s.idx = value_node(value), 0
         s.version += 1
@@ -128,21 +148,37 @@ def backward(
         # A LEAF node or a Retained names its tensor; with ``inputs`` a position names one.
         return targets[diff] if type(diff) is int else diff.leaf
 
-    def accumulate(diff: Any) -> Any:
-        grad = receiver(diff)._grad
-        return None if grad is None else grad._ref(False)
+    def hooks(diff: Any) -> list:
+        # A leaf's hooks, run on this backward's gradient before it is added to .grad (those
+        # of results run inside _run_through_hooks).
+        return receiver(diff).__dict__.get("_grad_hooks") or []
 
-    grads, diffs = program.run(
-        roots=roots,
-        cotangents=cots,
-        cuts=cuts,
-        accumulate=accumulate,
-        retain_graph=bool(retain_graph),
-        retained=_retained(cuts),
-    )
-    leaves = [receiver(diff) for diff in diffs]
-    for g, leaf in zip(grads, leaves, strict=True):
-        _set_grad(leaf, g)
+    stops = _hooked_results(cuts)
+    if stops:
+        # Hooks on results: the gradient stops at each to run them (see _run_through_hooks),
+        # so nothing is accumulated inside the programs.
+        grads, diffs = _run_through_hooks(
+            roots, cots, cuts, _retained(cuts), stops, bool(retain_graph)
+        )
+    else:
+
+        def accumulate(diff: Any) -> Any:
+            grad = receiver(diff)._grad
+            return None if grad is None or hooks(diff) else grad._ref(False)
+
+        grads, diffs = program.run(
+            roots=roots,
+            cotangents=cots,
+            cuts=cuts,
+            accumulate=accumulate,
+            retain_graph=bool(retain_graph),
+            retained=_retained(cuts),
+        )
+    leaves = []
+    for g, diff in zip(grads, diffs, strict=True):
+        leaf, tensor_hooks = receiver(diff), hooks(diff)
+        _set_grad(leaf, _run_hooks(tensor_hooks, g), add=bool(stops or tensor_hooks))
+        leaves.append(leaf)
     run_post_backward(leaves)
 
 
@@ -183,20 +219,28 @@ def grad(
             )
     roots, cots = _roots_and_cotangents(outs, _as_list(grad_outputs))
     cuts = [t._ref(True) for t in ins]
-    grads, diffs = program.run(
-        roots=roots, cotangents=cots, cuts=cuts, accumulate=_accumulate_retained,
-        retain_graph=bool(retain_graph), retained=_retained(cuts),
-    )  # fmt: skip
+    stops = _hooked_results(cuts)
+    if stops:
+        grads, diffs = _run_through_hooks(
+            roots, cots, cuts, _retained(cuts), stops, bool(retain_graph)
+        )
+    else:
+        grads, diffs = program.run(
+            roots=roots, cotangents=cots, cuts=cuts, accumulate=_accumulate_retained,
+            retain_graph=bool(retain_graph), retained=_retained(cuts),
+        )  # fmt: skip
     found: dict[int, Any] = {}
     for d, g in zip(diffs, grads, strict=True):
         if type(d) is int:
-            found[d] = g
             t = ins[d]
+            if cuts[d][0].fn is graph.LEAF:  # a leaf input's hooks run as in torch
+                g = _run_hooks(t.__dict__.get("_grad_hooks") or [], g)
+            found[d] = g
             if t.__dict__.get("_retains_grad") and not t.is_leaf:
                 # An input that retains its grad gets the gradient added, as in torch.
-                _set_grad(t, g if t._grad is None else t._grad._value() + g)
+                _set_grad(t, g, add=True)
         else:  # a tensor between the outputs and the inputs that retains its grad
-            _set_grad(d.leaf, g)
+            _set_grad(d.leaf, g, add=bool(stops))
     result = []
     for k, t in enumerate(ins):
         if k in found:
@@ -233,6 +277,111 @@ def _retained(cuts: list | None = None) -> dict[tuple[int, int], Any] | None:
             continue
         out[key] = t
     return out
+
+
+class _Hooked:
+    """A result with hooks, where a backward pass stops: names its gradient in ``diffs``."""
+
+    __slots__ = ("cut", "hooks", "key", "ref", "tensors")
+
+    def __init__(self, ref: tuple, key: tuple[int, int], cut: int | None) -> None:
+        self.ref = ref  # (node, idx) of the result
+        self.key = key
+        self.cut = cut  # its position among autograd.grad's inputs, if it is one
+        self.hooks: list = []
+        self.tensors: list = []  # the tensors that registered them (for retain_grad)
+
+
+def _hooked_results(cuts: list | None = None) -> dict[tuple[int, int], _Hooked]:
+    """``(id(node), idx) -> _Hooked`` of this thread's results with hooks."""
+    hooked = graph.STATE.hooked
+    if not hooked:
+        return {}
+    cut_at = {} if cuts is None else {(id(n), i): k for k, (n, i) in enumerate(cuts)}
+    out: dict[tuple[int, int], _Hooked] = {}
+    for node, table in list(hooked.items()):
+        if node.freed or not node.requires_grad:
+            continue
+        for idx, (hooks, tensors) in table.items():
+            if hooks:
+                key = (id(node), idx)
+                entry = out[key] = _Hooked((node, idx), key, cut_at.get(key))
+                entry.hooks = list(hooks)
+                entry.tensors = [t for r in tensors if (t := r()) is not None]
+    return out
+
+
+def _run_through_hooks(
+    roots: list, cots: list | None, cuts: list | None, retained: dict | None,
+    stops: dict[tuple[int, int], _Hooked], retain_graph: bool,
+) -> tuple[list, list]:  # fmt: skip
+    """Backpropagate in passes that stop at results with hooks, running the hooks between.
+
+    The first pass goes from the roots; the gradient reaching a hooked result stops there
+    and comes back. Then, results nearest the roots first (every contribution to a result's
+    gradient comes from passes through results that depend on it), each result's hooks run
+    on its whole gradient and the returned gradient flows on from it in a pass of its own,
+    stopping at the hooked results further back. Gradients of the same input add up.
+    Each pass is one compiled program, cached like a plain backward.
+
+    A hooked result that is an input of ``autograd.grad`` gets the hooked gradient, or, when
+    the backward must go on through it to another input, the gradient before its hooks: what
+    torch's engine captures (its tensor hooks run after the capture for a node it executes).
+    """
+    walked: list = []
+    totals: dict[int, list] = {}  # id(receiver) or input position -> [diff, summed gradient]
+    pending: dict[tuple[int, int], Any] = {}
+
+    def add(k: Any, d: Any, g: Any) -> None:
+        if k in totals:
+            totals[k][1] = totals[k][1] + g
+        else:
+            totals[k] = [d, g]
+
+    def collect(grads: list, diffs: list) -> None:
+        for g, d in zip(grads, diffs, strict=True):
+            if type(d) is _Hooked:
+                pending[d.key] = g if d.key not in pending else pending[d.key] + g
+            else:
+                add(d if type(d) is int else id(d.leaf), d, g)
+
+    collect(*program.run(
+        roots=roots, cotangents=cots, cuts=cuts, retain_graph=True, retained=retained,
+        stops=stops, walked=walked,
+    ))  # fmt: skip
+    # The first pass lists every node it went through after the nodes they depend on.
+    order = {id(n): i for i, n in enumerate(walked)}
+    remaining = dict(stops)
+    cut_keys = set() if cuts is None else {(id(n), i) for n, i in cuts}
+    for key in sorted(stops, key=lambda k: -order.get(k[0], -1)):
+        entry = remaining.pop(key)
+        if key not in pending:
+            continue  # not on the way from the roots
+        before = pending.pop(key)
+        g = _run_hooks(entry.hooks, before)
+        goes_on = cuts is None or program.reaches(entry.ref[0], cut_keys - {key})
+        if entry.cut is not None:
+            add(entry.cut, entry.cut, before if goes_on else g)
+        for t in entry.tensors:
+            if t.__dict__.get("_retains_grad") and graph.STATE.retained.get(id(t)) is t:
+                s = t._cur()
+                if (s.node, s.idx) == entry.ref and entry.cut is None:
+                    _set_grad(t, g, add=True)  # torch's retain_grad sees the hooked gradient
+        if not goes_on:
+            continue
+        # The result itself is this pass's root: neither its own retain_grad tap nor (as an
+        # input) its capture is wanted again.
+        others = None if retained is None else {k: v for k, v in retained.items() if k != key}
+        pass_cuts = (
+            None if cuts is None else [None if k == entry.cut else c for k, c in enumerate(cuts)]
+        )
+        collect(*program.run(
+            roots=[entry.ref], cotangents=[g], cuts=pass_cuts, retain_graph=True,
+            retained=others, stops=remaining, walked=walked, with_pending=False,
+        ))  # fmt: skip
+    if not retain_graph:
+        program.free(walked, cuts)
+    return [g for _, g in totals.values()], [d for d, _ in totals.values()]
 
 
 def _accumulate_retained(diff: Any) -> Any:

@@ -127,6 +127,10 @@ class _ThreadState(threading.local):
         # id -> non-leaf tensor that called retain_grad(); backward() gives each its .grad.
         # (Keyed by id: a WeakSet would compare tensors with their elementwise __eq__.)
         self.retained: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # node -> {output index: (hooks, weak refs to the tensors that registered them)} for
+        # register_hook on results; backward() runs them. Keyed by the node, as torch keeps
+        # such hooks on the grad_fn: the tensor object may be gone (a local of a forward).
+        self.hooked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # The active spx.autocast region's policy (casts the inputs of listed operations),
         # and the thread's stack of regions it is chosen from (spx.amp.autocast_mode).
         self.autocast: Any = None

@@ -54,10 +54,16 @@ class _Walk:
         retained: ``(id(node), idx) -> tensor`` of the non-leaf tensors whose ``.grad`` is
             kept (``retain_grad()``): each output reached in the grad graph gets a tap (see
             :meth:`_retain`) whose gradient is that tensor's.
+        stops: ``(id(node), idx) -> name`` of outputs where the gradient stops: it is returned
+            (named ``name`` in ``diffs``) instead of flowing on to the output's ancestors.
+            Tensor hooks run between the two halves (see ``spx._tensor.autograd``).
     """
 
     def __init__(
-        self, cuts: Sequence[Ref] | None, retained: dict[tuple[int, int], Any] | None = None
+        self,
+        cuts: Sequence[Ref] | None,
+        retained: dict[tuple[int, int], Any] | None = None,
+        stops: dict[tuple[int, int], Any] | None = None,
     ) -> None:
         self.entries: list[tuple] = []
         self.deps: list[bool] = []  # per entry: depends on a differentiated input
@@ -69,9 +75,14 @@ class _Walk:
         self.replayed: list[tuple[Node, bool]] = []  # (node, in the grad graph), in order
         # Differentiated inputs in entry order: LEAF nodes, or positions in ``cuts``.
         self.diffs: list[Any] = []
-        self.cuts = None if cuts is None else {(id(n), i): k for k, (n, i) in enumerate(cuts)}
+        self.cuts = (
+            None
+            if cuts is None
+            else {(id(c[0]), c[1]): k for k, c in enumerate(cuts) if c is not None}
+        )
         self.cut_slots: dict[tuple[int, int], int] = {}
         self.retained = retained
+        self.stops = stops
         self.redirect: dict[tuple[int, int], int] = {}  # (id(node), idx) -> its tap's slot
 
     def _new_slots(self, n: int, dep: bool) -> int:
@@ -115,7 +126,9 @@ class _Walk:
         if grad and self.cuts is not None:
             key = (id(node), idx)
             k = self.cuts.get(key)
-            if k is not None:
+            # A hooked result given as input stops like other hooked results (the caller
+            # captures its gradient there).
+            if k is not None and not (self.stops and key in self.stops):
                 slot = self.cut_slots.get(key)
                 if slot is None:
                     slot = self.cut_slots[key] = self._cut(node, idx, k)
@@ -151,7 +164,7 @@ class _Walk:
     def _tapped(self, slot: int, aval: Any, what: Any) -> int:
         """A new slot holding ``slot``'s value plus a differentiated zero (named ``what`` in
         ``diffs``): reading through it, the zero's gradient is the gradient of that value."""
-        zero = self._diff(self._input(_zeros(aval.shape, aval.dtype), None), what)
+        zero = self._diff(self._input(_zeros_of(aval), None), what)
         tap = self._new_slots(1, True)
         self.entries.append((_tap, (), (slot, zero), 1))
         self.deps.append(True)
@@ -192,10 +205,19 @@ class _Walk:
             self.deps.append(dep)
             self.replayed.append((node, grad))
             base[id(node)] = first
+            if grad and self.stops:
+                for idx in range(len(node.avals)):
+                    name = self.stops.get((id(node), idx))
+                    if name is not None:
+                        zero = self._diff(self._input(_zeros_of(node.avals[idx]), None), name)
+                        tap = self._new_slots(1, True)
+                        self.entries.append((_stop_tap, (), (first + idx, zero), 1))
+                        self.deps.append(True)
+                        self.redirect[(id(node), idx)] = tap
             if grad and self.retained:
                 for idx in range(len(node.avals)):
                     tensor = self.retained.get((id(node), idx))
-                    if tensor is not None:
+                    if tensor is not None and (id(node), idx) not in self.redirect:
                         self._retain(node, idx, first + idx, tensor)
 
     def _retain(self, node: Node, idx: int, slot: int, tensor: Any) -> None:
@@ -235,6 +257,10 @@ def _zeros(shape: tuple, dtype: Any) -> Any:
     return z
 
 
+def _zeros_of(aval: Any) -> Any:
+    return _zeros(aval.shape, aval.dtype)
+
+
 def reaches(node: Node, keys: set[tuple[int, int]]) -> bool:
     """Whether some ``(id(node), idx)`` of ``keys`` is among ``node``'s autograd ancestors."""
     stack, seen = [node], set()
@@ -258,6 +284,11 @@ def _conj(x: Any) -> Any:
 
 def _tap(value: Any, zero: Any) -> Any:
     return value + zero
+
+
+def _stop_tap(value: Any, zero: Any) -> Any:
+    # The value flows on; its gradient goes to ``zero`` only (a hook decides what flows back).
+    return jax.lax.stop_gradient(value) + zero
 
 
 def _program(key: tuple) -> Any:
@@ -330,6 +361,8 @@ def run(
     retain_graph: bool = False,
     with_pending: bool = True,
     retained: dict[tuple[int, int], Any] | None = None,
+    stops: dict[tuple[int, int], Any] | None = None,
+    walked: list[Node] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """Compute ``wanted`` and every alive pending storage; with ``roots``, backpropagate.
 
@@ -338,7 +371,8 @@ def run(
         roots: ``(node, idx)`` outputs to differentiate (the gradient of
             ``sum(cotangent * root)``).
         cotangents: one array per root, or None for ones (scalar losses).
-        cuts: differentiate with respect to these outputs instead of the grad leaves.
+        cuts: differentiate with respect to these outputs instead of the grad leaves (None
+            entries stand for inputs not differentiated in this pass).
         accumulate: given a differentiated input (a LEAF node, or a position in ``cuts``),
             the reference of the gradient to add the new one to, or None.
         retain_graph: keep the traversed graph for another backward.
@@ -346,12 +380,16 @@ def run(
             only, e.g. module state that must become concrete under a foreign transform).
         retained: ``(id(node), idx) -> tensor`` of non-leaf tensors that retain their grad;
             their gradients come back with the others, each with a :class:`Retained`.
+        stops: ``(id(node), idx) -> name``: outputs whose gradient comes back (named ``name``)
+            without flowing on to their ancestors.
+        walked: if given, the nodes this backward went through are appended (for the caller
+            to free, with ``retain_graph=True`` here, once its last pass is done).
 
     Returns:
         ``(grads, diffs)``: the gradients, and for each the LEAF node, position in ``cuts`` or
         :class:`Retained`.
     """
-    walk = _Walk(cuts, retained if roots else None)
+    walk = _Walk(cuts, retained if roots else None, stops if roots else None)
     for node, _ in roots:
         if node.freed:
             raise RuntimeError(BACKWARD_TWICE)
@@ -395,28 +433,40 @@ def run(
         # traceback) can never be computed, and values on another device cannot share one
         # program. Compute what is needed now; the others are computed when they are read
         # (and only their own reader sees an error).
-        return run(wanted, roots, cotangents, cuts, accumulate, retain_graph, False, retained)
+        return run(
+            wanted, roots, cotangents, cuts, accumulate, retain_graph, False, retained, stops,
+            walked,
+        )  # fmt: skip
     it = iter(values)
     for node in targets:
         node.values = tuple(next(it) for _ in node.avals)
-    if roots and not retain_graph:
-        # Free what this backward went through, as torch frees those nodes' saved tensors.
-        # Nodes computed here only as values stay usable for a backward of their own, and so
-        # do, with ``cuts``, the nodes torch's engine does not execute: those no input is
-        # reached through (the ancestors of a result given as input, say).
-        on_path = None if cuts is None else _on_path_to(walk.replayed, cuts)
-        for node, in_grad_graph in walk.replayed:
-            if in_grad_graph and node.requires_grad and (on_path is None or id(node) in on_path):
-                node.freed = True
-                node.inputs = ()
+    if roots:
+        if walked is not None:
+            walked.extend(n for n, in_grad_graph in walk.replayed if in_grad_graph)
+        if not retain_graph:
+            free([n for n, in_grad_graph in walk.replayed if in_grad_graph], cuts)
     return grads, walk.diffs
 
 
-def _on_path_to(replayed: list[tuple[Node, bool]], cuts: Sequence[Ref]) -> set[int]:
+def free(nodes: list[Node], cuts: Sequence[Ref] | None) -> None:
+    """Free the nodes a backward went through, as torch frees their saved tensors.
+
+    Nodes computed only as values stay usable for a backward of their own, and so do, with
+    ``cuts``, the nodes torch's engine does not execute: those no input is reached through
+    (the ancestors of a result given as input, say).
+    """
+    on_path = None if cuts is None else _on_path_to(nodes, cuts)
+    for node in nodes:
+        if node.requires_grad and (on_path is None or id(node) in on_path):
+            node.freed = True
+            node.inputs = ()
+
+
+def _on_path_to(nodes: list[Node], cuts: Sequence[Ref]) -> set[int]:
     """ids of the replayed nodes from which some cut is reached (one pass: children first)."""
-    keys = {(id(n), i) for n, i in cuts}
+    keys = {(id(c[0]), c[1]) for c in cuts if c is not None}
     reach: set[int] = set()
-    for node, _ in replayed:
+    for node in nodes:
         for inp in node.inputs:
             if type(inp) is tuple and ((id(inp[0]), inp[1]) in keys or id(inp[0]) in reach):
                 reach.add(id(node))

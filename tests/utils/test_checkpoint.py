@@ -117,8 +117,10 @@ def test_dropout_inside_draws_the_same_mask_when_recomputed():
         y.pow(2).sum().backward()
         return [y.numpy(force=True), x.grad.numpy(), layer[0].weight.grad.numpy()]
 
+    # Another mask would differ by O(1); the tolerance is float rounding (5e-7 seen on an
+    # H100, where the recomputed block fuses differently).
     for a, b in zip(run(True), run(False), strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_a_compiled_training_loop_with_checkpointed_blocks_matches_torch():

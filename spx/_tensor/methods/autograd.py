@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -175,19 +176,38 @@ class AutogradMethods:
         return bool(self.__dict__.get("_retains_grad")) and not self.is_leaf
 
     def register_hook(self, hook: Callable[[Any], Any]) -> Any:
-        """Call ``hook(grad)`` when a gradient is accumulated into this leaf's ``.grad``.
+        """Call ``hook(grad)`` each time the gradient with respect to this tensor is computed.
 
-        The hook may return a replacement gradient. Hooks on non-leaf tensors are not supported.
+        As in torch: the hook may return a replacement gradient (or None to keep it). On a
+        leaf it runs before the gradient is added to ``.grad``; on a result of operations the
+        replacement is what flows on to the tensor's inputs. Several hooks run in the order
+        they were registered. ``backward()`` and ``autograd.grad`` run them.
+
+        A hook on a result belongs to the value the tensor holds when it is registered (an
+        in-place write afterwards does not move it). Inside ``spx.compile`` hooks run while the
+        step is traced, like the rest of its Python: they see traced gradients, and their side
+        effects (printing, appending to a list) happen at tracing, not at every call.
+
+        Example:
+            >>> import spx
+            >>> x = spx.ones(2, requires_grad=True)
+            >>> y = x * 2
+            >>> h = y.register_hook(lambda g: g * 10)
+            >>> (y * 3).sum().backward()
+            >>> x.grad.tolist()
+            [60.0, 60.0]
+            >>> h.remove()
         """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if not self.is_leaf:
-            raise NotImplementedError(
-                "register_hook on a non-leaf tensor is not supported by spx; register it on a "
-                "leaf (a Parameter), or call .retain_grad() on the intermediate and read its "
-                ".grad after backward()"
-            )
-        hooks = self.__dict__.setdefault("_grad_hooks", [])
+        if not callable(hook):
+            raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+        if self.is_leaf:
+            hooks = self.__dict__.setdefault("_grad_hooks", [])
+        else:
+            s = self._cur()
+            hooks, tensors = graph.STATE.hooked.setdefault(s.node, {}).setdefault(s.idx, ([], []))
+            tensors.append(weakref.ref(self))
         hooks.append(hook)
         return _Handle(hooks, hook)
 
