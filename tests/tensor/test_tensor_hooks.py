@@ -251,3 +251,15 @@ def test_hooks_in_a_training_loop_eager_and_compiled(compiled):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_hooks_inside_the_functional_spx_backward_are_refused_with_the_way_that_works():
+    model = spx.nn.Linear(2, 2)
+
+    def loss_fn(m):
+        h = m(spx.ones(3, 2))
+        h.register_hook(lambda g: g * 0)
+        return h.sum()
+
+    with pytest.raises(RuntimeError, match=r"loss.backward\(\)"):
+        spx.backward(loss_fn, model)

@@ -199,6 +199,13 @@ class AutogradMethods:
             >>> h.remove()
         """
         if not self.requires_grad:
+            if graph.STATE.binding:
+                raise RuntimeError(
+                    "cannot register a hook on a tensor that doesn't require gradient (inside "
+                    "spx.backward(fn, model) / spx.value_and_grad the model is differentiated "
+                    "by JAX, which runs no tensor hooks; write the step torch's way "
+                    "(loss = ...; loss.backward(), also inside spx.compile) to use hooks)"
+                )
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
