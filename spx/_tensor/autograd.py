@@ -282,7 +282,7 @@ def _retained(cuts: list | None = None) -> dict[tuple[int, int], Any] | None:
 class _Hooked:
     """A result with hooks, where a backward pass stops: names its gradient in ``diffs``."""
 
-    __slots__ = ("cut", "hooks", "key", "ref", "tensors")
+    __slots__ = ("cut", "group", "hooks", "key", "ref", "tensors")
 
     def __init__(self, ref: tuple, key: tuple[int, int], cut: int | None) -> None:
         self.ref = ref  # (node, idx) of the result
@@ -290,6 +290,18 @@ class _Hooked:
         self.cut = cut  # its position among autograd.grad's inputs, if it is one
         self.hooks: list = []
         self.tensors: list = []  # the tensors that registered them (for retain_grad)
+        self.group: list | None = None  # the node's hooks, which see all its outputs at once
+
+
+def add_node_hook(output: Any, hook: Any) -> None:
+    """Call ``hook(grads)`` with the gradients of all outputs of ``output``'s operation.
+
+    ``grads`` has one array (or None: no gradient reached it) per output of the node, after
+    the outputs' own tensor hooks; a returned list replaces them (None entries: no gradient).
+    Module backward hooks are built on this (see ``spx.nn._backward_hooks``).
+    """
+    node = output._cur().node
+    graph.STATE.hooked.setdefault(node, {}).setdefault(None, []).append(hook)
 
 
 def _hooked_results(cuts: list | None = None) -> dict[tuple[int, int], _Hooked]:
@@ -302,13 +314,40 @@ def _hooked_results(cuts: list | None = None) -> dict[tuple[int, int], _Hooked]:
     for node, table in list(hooked.items()):
         if node.freed or not node.requires_grad:
             continue
-        for idx, (hooks, tensors) in table.items():
-            if hooks:
+        group = table.get(None)
+        for idx in range(len(node.avals)) if group else [i for i in table if i is not None]:
+            hooks, tensors = table.get(idx, ((), ()))
+            if hooks or group:
                 key = (id(node), idx)
                 entry = out[key] = _Hooked((node, idx), key, cut_at.get(key))
                 entry.hooks = list(hooks)
                 entry.tensors = [t for r in tensors if (t := r()) is not None]
+                entry.group = list(group) if group else None
     return out
+
+
+def _run_node_hooks(hooks: list, grads: list) -> list:
+    """``grads`` (arrays or None) through a node's hooks, each returning a replacement or None."""
+    from spx._tensor.tensor import Tensor
+
+    for hook in hooks:
+        out = hook(list(grads))
+        if out is None:
+            continue
+        new = []
+        for g, o in zip(grads, out, strict=True):
+            if o is None:
+                new.append(None)
+                continue
+            v = o._value() if isinstance(o, Tensor) else jnp.asarray(o)
+            if g is not None and tuple(v.shape) != tuple(g.shape):
+                raise RuntimeError(
+                    f"backward hook has changed the size of a gradient: expected "
+                    f"{list(g.shape)}, got {list(v.shape)}"
+                )
+            new.append(v if g is None else v.astype(g.dtype))
+        grads = new
+    return grads
 
 
 def _run_through_hooks(
@@ -321,8 +360,9 @@ def _run_through_hooks(
     and comes back. Then, results nearest the roots first (every contribution to a result's
     gradient comes from passes through results that depend on it), each result's hooks run
     on its whole gradient and the returned gradient flows on from it in a pass of its own,
-    stopping at the hooked results further back. Gradients of the same input add up.
-    Each pass is one compiled program, cached like a plain backward.
+    stopping at the hooked results further back. The outputs of a node with node hooks are
+    handled together. Gradients of the same input add up. Each pass is one compiled program,
+    cached like a plain backward.
 
     A hooked result that is an input of ``autograd.grad`` gets the hooked gradient, or, when
     the backward must go on through it to another input, the gradient before its hooks: what
@@ -352,32 +392,51 @@ def _run_through_hooks(
     # The first pass lists every node it went through after the nodes they depend on.
     order = {id(n): i for i, n in enumerate(walked)}
     remaining = dict(stops)
-    cut_keys = set() if cuts is None else {(id(n), i) for n, i in cuts}
-    for key in sorted(stops, key=lambda k: -order.get(k[0], -1)):
-        entry = remaining.pop(key)
-        if key not in pending:
+    cut_keys = set() if cuts is None else {(id(c[0]), c[1]) for c in cuts}
+    for key in sorted(stops, key=lambda k: (-order.get(k[0], -1), k[1])):
+        if key not in remaining:
+            continue  # handled with the other outputs of its node
+        first = remaining[key]
+        members = [first]
+        if first.group is not None:
+            node = first.ref[0]
+            members = [
+                remaining[k] for i in range(len(node.avals)) if (k := (key[0], i)) in remaining
+            ]
+        for m in members:
+            del remaining[m.key]
+        befores = [pending.pop(m.key, None) for m in members]
+        if all(b is None for b in befores):
             continue  # not on the way from the roots
-        before = pending.pop(key)
-        g = _run_hooks(entry.hooks, before)
-        goes_on = cuts is None or program.reaches(entry.ref[0], cut_keys - {key})
-        if entry.cut is not None:
-            add(entry.cut, entry.cut, before if goes_on else g)
-        for t in entry.tensors:
-            if t.__dict__.get("_retains_grad") and graph.STATE.retained.get(id(t)) is t:
-                s = t._cur()
-                if (s.node, s.idx) == entry.ref and entry.cut is None:
-                    _set_grad(t, g, add=True)  # torch's retain_grad sees the hooked gradient
-        if not goes_on:
+        grads = [
+            None if b is None else _run_hooks(m.hooks, b)
+            for m, b in zip(members, befores, strict=True)
+        ]
+        if first.group is not None:
+            grads = _run_node_hooks(first.group, grads)
+        node = first.ref[0]
+        goes_on = cuts is None or program.reaches(node, cut_keys - {m.key for m in members})
+        for m, b, g in zip(members, befores, grads, strict=True):
+            if m.cut is not None and b is not None:
+                add(m.cut, m.cut, b if goes_on else g)
+            for t in m.tensors:
+                if t.__dict__.get("_retains_grad") and graph.STATE.retained.get(id(t)) is t:
+                    s = t._cur()
+                    if g is not None and (s.node, s.idx) == m.ref and m.cut is None:
+                        _set_grad(t, g, add=True)  # torch's retain_grad sees the hooked gradient
+        live = [(m, g) for m, g in zip(members, grads, strict=True) if g is not None]
+        if not goes_on or not live:
             continue
-        # The result itself is this pass's root: neither its own retain_grad tap nor (as an
-        # input) its capture is wanted again.
-        others = None if retained is None else {k: v for k, v in retained.items() if k != key}
-        pass_cuts = (
-            None if cuts is None else [None if k == entry.cut else c for k, c in enumerate(cuts)]
-        )
+        # The results themselves are this pass's roots: neither their own retain_grad taps
+        # nor (as inputs) their captures are wanted again.
+        mine = {m.key for m in members}
+        others = None if retained is None else {k: v for k, v in retained.items() if k not in mine}
+        skip = {m.cut for m in members}
+        pass_cuts = None if cuts is None else [None if k in skip else c for k, c in enumerate(cuts)]
         collect(*program.run(
-            roots=[entry.ref], cotangents=[g], cuts=pass_cuts, retain_graph=True,
-            retained=others, stops=remaining, walked=walked, with_pending=False,
+            roots=[m.ref for m, _ in live], cotangents=[g for _, g in live], cuts=pass_cuts,
+            retain_graph=True, retained=others, stops=remaining, walked=walked,
+            with_pending=False,
         ))  # fmt: skip
     if not retain_graph:
         program.free(walked, cuts)

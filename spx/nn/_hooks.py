@@ -29,6 +29,8 @@ TABLES = (
     "_forward_hooks",
     "_forward_hooks_with_kwargs",
     "_forward_hooks_always_called",
+    "_backward_hooks",
+    "_backward_pre_hooks",
 )
 
 
@@ -128,6 +130,20 @@ def register(
     return handle
 
 
+def register_backward(
+    module: Any, hook: Callable[..., Any], *, pre: bool, prepend: bool
+) -> RemovableHandle:
+    """Add ``hook`` to ``module``'s full backward (pre-)hooks; see the methods."""
+    what = "register_full_backward_pre_hook" if pre else "register_full_backward_hook"
+    _check_callable(hook, what)
+    hooks = tables(module)["_backward_pre_hooks" if pre else "_backward_hooks"]
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 def call(module: Any, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """``forward(*args, **kwargs)`` with ``module``'s hooks around it (torch's order)."""
     d = module.__dict__
@@ -149,6 +165,14 @@ def call(module: Any, forward: Callable[..., Any], args: tuple, kwargs: dict) ->
                 new = hook(module, args)
                 if new is not None:
                     args = new if isinstance(new, tuple) else (new,)
+        backward = None
+        if d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            from spx.nn._backward_hooks import BackwardHook
+
+            backward = BackwardHook(
+                module, list(d["_backward_hooks"].values()), list(d["_backward_pre_hooks"].values())
+            )
+            args = backward.setup_input(args)
         result = forward(*args, **kwargs)
         post_kwargs, always = d["_forward_hooks_with_kwargs"], d["_forward_hooks_always_called"]
         for hook_id, hook in list(d["_forward_hooks"].items()):
@@ -160,6 +184,8 @@ def call(module: Any, forward: Callable[..., Any], args: tuple, kwargs: dict) ->
                 new = hook(module, args, result)
             if new is not None:
                 result = new
+        if backward is not None:
+            result = backward.setup_output(result)
         return result
     except Exception:
         # torch runs the always_call hooks that did not run yet, then re-raises; an error

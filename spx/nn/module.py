@@ -154,6 +154,48 @@ class Module:
             always_call=always_call,
         )  # fmt: skip
 
+    def register_full_backward_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when this module's input gradients
+        are computed (mirrors torch).
+
+        ``grad_input``/``grad_output`` are tuples with one entry per positional input/output
+        (None for non-tensors and outputs no gradient reached; zeros for tensor inputs that do
+        not require grad). A returned tuple replaces ``grad_input``: that is what flows on to
+        the layers before. Hooks run in ``loss.backward()`` and ``autograd.grad``; inside
+        ``spx.compile`` they run while the step is traced.
+
+        Example:
+            >>> import spx
+            >>> layer = spx.nn.Linear(3, 2)
+            >>> seen = []
+            >>> h = layer.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape))
+            >>> layer(spx.ones(4, 3, requires_grad=True)).sum().backward()
+            >>> seen
+            [spx.Size([4, 2])]
+            >>> h.remove()
+        """
+        return _hooks.register_backward(self, hook, pre=False, prepend=prepend)
+
+    def register_full_backward_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when this module's output gradients are known
+        (mirrors torch); a returned tuple replaces ``grad_output``.
+
+        Example:
+            >>> import spx
+            >>> layer = spx.nn.Linear(3, 2)
+            >>> h = layer.register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
+            >>> x = spx.ones(4, 3, requires_grad=True)
+            >>> layer(x).sum().backward()
+            >>> x.grad.abs().sum().item()
+            0.0
+            >>> h.remove()
+        """
+        return _hooks.register_backward(self, hook, pre=True, prepend=prepend)
+
     # -- registration ------------------------------------------------------------------------
     def _require_init(self, what: str) -> None:
         if "_parameters" not in self.__dict__:
