@@ -22,4 +22,5 @@ def _release_compiled_programs():
     from spx._tensor import program
 
     program._PROGRAMS.clear()
+    program._GRAD_FNS.clear()
     jax.clear_caches()

@@ -128,7 +128,8 @@ def backward(
         tensors: the outputs (a Tensor or a sequence); scalars need no ``grad_tensors``.
         grad_tensors: the gradient with respect to each output (None for scalars: ones).
         retain_graph: keep the graph for another backward (default: ``create_graph``).
-        create_graph: not supported (higher-order gradients); raises.
+        create_graph: record the backward, so that the ``.grad`` it gives is differentiable
+            again (gradient penalties, Hessian-vector products).
         inputs: accumulate only into these tensors' ``.grad`` (leaves or not).
 
     Example:
@@ -138,7 +139,6 @@ def backward(
         >>> w.grad.tolist()
         [2.0, 2.0, 2.0]
     """
-    _no_create_graph(create_graph)
     outs = _as_list(tensors)
     roots, cots = _roots_and_cotangents(outs, _as_list(grad_tensors))
     targets = None if inputs is None else _as_list(inputs)
@@ -147,6 +147,10 @@ def backward(
     def receiver(diff: Any) -> Any:
         # A LEAF node or a Retained names its tensor; with ``inputs`` a position names one.
         return targets[diff] if type(diff) is int else diff.leaf
+
+    if create_graph:
+        _recorded_backward(roots, cots, cuts, receiver)
+        return
 
     def hooks(diff: Any) -> list:
         # A leaf's hooks, run on this backward's gradient before it is added to .grad (those
@@ -207,7 +211,6 @@ def grad(
     """
     from spx._tensor.tensor import Tensor
 
-    _no_create_graph(create_graph)
     if is_grads_batched:
         raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported")
     outs = _as_list(outputs)
@@ -219,6 +222,12 @@ def grad(
             )
     roots, cots = _roots_and_cotangents(outs, _as_list(grad_outputs))
     cuts = [t._ref(True) for t in ins]
+    if create_graph:
+        _no_hooks_with_create_graph(cuts, ins)
+        node, diffs = program.record_backward(roots, cots, cuts, lambda d: None)
+        recorded = {d: Tensor._wrap(node, i) for i, d in enumerate(diffs)}
+        return tuple(_grad_result(recorded.get(k), t, allow_unused, materialize_grads)
+                     for k, t in enumerate(ins))  # fmt: skip
     stops = _hooked_results(cuts)
     if stops:
         grads, diffs = _run_through_hooks(
@@ -241,17 +250,60 @@ def grad(
                 _set_grad(t, g, add=True)
         else:  # a tensor between the outputs and the inputs that retains its grad
             _set_grad(d.leaf, g, add=bool(stops))
-    result = []
-    for k, t in enumerate(ins):
-        if k in found:
-            result.append(Tensor._of(found[k]))
-        elif materialize_grads:
-            result.append(Tensor._of(jnp.zeros(t.shape, t.dtype)))
-        elif allow_unused or materialize_grads:
-            result.append(None)
-        else:
-            raise RuntimeError(_UNUSED)
-    return tuple(result)
+    return tuple(
+        _grad_result(Tensor._of(found[k]) if k in found else None, t, allow_unused,
+                     materialize_grads)
+        for k, t in enumerate(ins)
+    )  # fmt: skip
+
+
+def _grad_result(g: Any, t: Any, allow_unused: bool | None, materialize: bool) -> Any:
+    """``autograd.grad``'s result for input ``t``: its gradient, or for an unused input zeros
+    (``materialize_grads``), None (``allow_unused``) or torch's error."""
+    from spx._tensor.tensor import Tensor
+
+    if g is not None:
+        return g
+    if materialize:
+        return Tensor._of(jnp.zeros(t.shape, t.dtype))
+    if allow_unused:
+        return None
+    raise RuntimeError(_UNUSED)
+
+
+def _no_hooks_with_create_graph(cuts: list | None, tensors: list | None) -> None:
+    if _hooked_results(cuts) or any(t.__dict__.get("_grad_hooks") for t in tensors or ()):
+        raise NotImplementedError(
+            "create_graph=True with tensor or module backward hooks is not supported by spx; "
+            "remove the hooks for the double-backward step"
+        )
+    if _retained(cuts):
+        raise NotImplementedError(
+            "create_graph=True with tensors that retain_grad() is not supported by spx; read "
+            "their gradient with spx.autograd.grad(loss, tensor, create_graph=True) instead"
+        )
+
+
+def _recorded_backward(roots: list, cots: list | None, cuts: list | None, receiver: Any) -> None:
+    """``backward(create_graph=True)``: each ``.grad`` becomes (old ``.grad`` +) a recorded
+    gradient, differentiable again; as torch, the old ``.grad`` object is not written to."""
+    from spx._tensor.tensor import Tensor
+
+    def accumulate(diff: Any) -> Any:
+        grad = receiver(diff)._grad
+        if grad is None:
+            return None
+        # Computed first: the program then reads its value, and the recorded node refers to
+        # it (with its history, if an earlier create_graph gave it one).
+        grad._value()
+        return grad._ref(True)
+
+    node, diffs = program.record_backward(roots, cots, cuts, accumulate)
+    leaves = [receiver(d) for d in diffs]
+    _no_hooks_with_create_graph(cuts, leaves)
+    for i, leaf in enumerate(leaves):
+        leaf._grad = Tensor._wrap(node, i)
+    run_post_backward(leaves)
 
 
 def _retained(cuts: list | None = None) -> dict[tuple[int, int], Any] | None:
@@ -481,15 +533,6 @@ def run_post_backward(leaves: list) -> None:
             _POST_BACKWARD.remove(ref)
         else:
             fn(leaves)
-
-
-def _no_create_graph(create_graph: bool) -> None:
-    if create_graph:
-        raise NotImplementedError(
-            "create_graph=True (gradients of gradients) is not supported by spx's autograd; "
-            "for higher-order derivatives write the function with spx.func-style JAX "
-            "transforms (jax.grad of jax.grad) on arrays"
-        )
 
 
 def compute(storages: Sequence[Storage]) -> None:

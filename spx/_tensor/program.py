@@ -72,6 +72,9 @@ class _Walk:
         self.base: dict[int, int] = {}  # id(node) -> first slot of its outputs
         self.input_slots: dict[tuple[int, int], int] = {}  # (id(node), idx) -> slot
         self.inputs: list[Any] = []  # concrete values fed to the program
+        self.input_refs: list[Any] = []  # per input: the (node, idx) it is the value of, or None
+        self.leaf_of: dict[tuple[int, int], Node] = {}  # (id(value node), idx) -> its LEAF node
+        self.diff_avals: list[Any] = []  # per differentiated input: its abstract value
         self.replayed: list[tuple[Node, bool]] = []  # (node, in the grad graph), in order
         # Differentiated inputs in entry order: LEAF nodes, or positions in ``cuts``.
         self.diffs: list[Any] = []
@@ -91,13 +94,14 @@ class _Walk:
         self.slot_dep.extend([dep] * n)
         return first
 
-    def _input(self, value: Any, key: tuple[int, int] | None) -> int:
+    def _input(self, value: Any, key: tuple[int, int] | None, src: Ref | None = None) -> int:
         if key is not None:
             slot = self.input_slots.get(key)
             if slot is not None:
                 return slot
         slot = self._new_slots(1, False)
         self.inputs.append(value)
+        self.input_refs.append(src)
         kind = type(value) if isinstance(value, int | float | bool | complex) else "a"
         self.entries.append(("in", kind))
         self.deps.append(False)
@@ -105,8 +109,9 @@ class _Walk:
             self.input_slots[key] = slot
         return slot
 
-    def _diff(self, source: int, what: Any) -> int:
+    def _diff(self, source: int, what: Any, aval: Any) -> int:
         slot = self._new_slots(1, True)
+        self.diff_avals.append(aval)
         self.entries.append(("diff", source))
         self.deps.append(True)
         self.diffs.append(what)
@@ -138,7 +143,7 @@ class _Walk:
             if grad and self._grad_through(node):
                 self._visit(node, True)
             elif node.values is not None:
-                return self._input(node.values[idx], (id(node), idx))
+                return self._input(node.values[idx], (id(node), idx), (node, idx))
             else:
                 self._visit(node, False)
             first = self.base[id(node)]
@@ -157,14 +162,14 @@ class _Walk:
         its ancestors, which may be inputs too (``grad(loss, [w, h])`` with ``h = f(w)``).
         """
         if node.fn is LEAF or not node.requires_grad:
-            return self._diff(self.ref((node, idx), False), k)
+            return self._diff(self.ref((node, idx), False), k, node.avals[idx])
         self._visit(node, True)
         return self._tapped(self.base[id(node)] + idx, node.avals[idx], k)
 
     def _tapped(self, slot: int, aval: Any, what: Any) -> int:
         """A new slot holding ``slot``'s value plus a differentiated zero (named ``what`` in
         ``diffs``): reading through it, the zero's gradient is the gradient of that value."""
-        zero = self._diff(self._input(_zeros_of(aval), None), what)
+        zero = self._diff(self._input(_zeros_of(aval), None), what, aval)
         tap = self._new_slots(1, True)
         self.entries.append((_tap, (), (slot, zero), 1))
         self.deps.append(True)
@@ -180,6 +185,9 @@ class _Walk:
                 continue
             if grad and node.freed:
                 raise RuntimeError(BACKWARD_TWICE)
+            if node.fn is LEAF and node.inputs and type(node.inputs[0]) is tuple:
+                src, src_idx = node.inputs[0]
+                self.leaf_of[(id(src), src_idx)] = node
             is_leaf = grad and node.fn is LEAF and self.cuts is None
             if not expanded:
                 stack.append((node, True))
@@ -196,7 +204,7 @@ class _Walk:
                         stack.append((child, False))
                 continue
             if is_leaf:
-                base[id(node)] = self._diff(self.ref(node.inputs[0], False), node)
+                base[id(node)] = self._diff(self.ref(node.inputs[0], False), node, node.avals[0])
                 continue
             slots = tuple([self.ref(inp, grad) for inp in node.inputs])
             dep = any(self.slot_dep[s] for s in slots)
@@ -209,7 +217,8 @@ class _Walk:
                 for idx in range(len(node.avals)):
                     name = self.stops.get((id(node), idx))
                     if name is not None:
-                        zero = self._diff(self._input(_zeros_of(node.avals[idx]), None), name)
+                        aval = node.avals[idx]
+                        zero = self._diff(self._input(_zeros_of(aval), None), name, aval)
                         tap = self._new_slots(1, True)
                         self.entries.append((_stop_tap, (), (first + idx, zero), 1))
                         self.deps.append(True)
@@ -446,6 +455,75 @@ def run(
         if not retain_graph:
             free([n for n, in_grad_graph in walk.replayed if in_grad_graph], cuts)
     return grads, walk.diffs
+
+
+_GRAD_FNS: dict[Any, Any] = {}
+
+
+def _grad_fn(key: tuple, n_inputs: int) -> Any:
+    """The gradient program of ``key`` as an operation: ``fn(*inputs, *cotangents)``, one
+    object per key (a recorded node's function is part of later programs' keys)."""
+    fn = _GRAD_FNS.get(key)
+    if fn is None:
+        program = _program(key)
+
+        def fn(*args: Any) -> Any:
+            _, grads = program(list(args[:n_inputs]), list(args[n_inputs:]))
+            return grads[0] if len(grads) == 1 else tuple(grads)
+
+        _GRAD_FNS[key] = fn
+    return fn
+
+
+def record_backward(
+    roots: Sequence[Ref],
+    cotangents: Sequence[Any] | None,
+    cuts: Sequence[Ref] | None,
+    accumulate: Callable[[Any], Ref | None],
+) -> tuple[Node | None, list[Any]]:
+    """``create_graph=True``: the backward of :func:`run`, recorded as one operation.
+
+    The node's inputs are what the gradient program reads, as references: a leaf's value
+    through its LEAF node, every other value through the node it comes from. Its outputs, the
+    gradients, are thereby functions of the leaves and differentiable again (a later backward
+    replays the node, i.e. differentiates the first backward, under ``jax.vjp``). Nothing is
+    computed or freed now.
+
+    Returns:
+        ``(node, diffs)``: the node (None when nothing is differentiated) and, per output, the
+        LEAF node or position in ``cuts`` it is the gradient of.
+    """
+    walk = _Walk(cuts)
+    for node, _ in roots:
+        if node.freed:
+            raise RuntimeError(BACKWARD_TWICE)
+    root_slots = tuple(walk.ref(r, True) for r in roots)
+    acc_slots = tuple(
+        None if (r := accumulate(d)) is None else walk.ref(r, False) for d in walk.diffs
+    )
+    if not walk.diffs:
+        return None, []
+    key = (tuple(walk.entries), tuple(walk.deps), (), root_slots, cotangents is not None, acc_slots)
+    inputs: list[Any] = []
+    for value, src in zip(walk.inputs, walk.input_refs, strict=True):
+        if src is None:  # a Python number, or a tap's zeros
+            inputs.append(
+                value if type(value) in (int, float, bool, complex) else _value_ref(value)
+            )
+        else:
+            leaf = walk.leaf_of.get((id(src[0]), src[1]))
+            inputs.append(src if leaf is None else (leaf, 0))
+    inputs.extend(_value_ref(c) for c in cotangents or ())
+    requires_grad = any(type(r) is tuple and r[0].requires_grad for r in inputs)
+    node = Node(
+        _grad_fn(key, len(walk.inputs)), (), tuple(inputs), tuple(walk.diff_avals), None,
+        requires_grad,
+    )  # fmt: skip
+    return node, walk.diffs
+
+
+def _value_ref(value: Any) -> Ref:
+    return (Node(None, (), (), (value.aval,), (value,), False), 0)
 
 
 def free(nodes: list[Node], cuts: Sequence[Ref] | None) -> None:

@@ -92,7 +92,7 @@ class AutogradMethods:
         Args:
             gradient: d loss / d self for a non-scalar tensor (same shape as self).
             retain_graph: keep the graph so that a second backward through it works.
-            create_graph: not supported (raises).
+            create_graph: record the backward, so that ``.grad`` is differentiable again.
             inputs: accumulate only into these tensors.
         """
         from spx._tensor.autograd import backward
