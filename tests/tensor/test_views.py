@@ -169,3 +169,38 @@ def test_stride_and_dim():
     x = spx.zeros(2, 3, 4)
     assert x.stride() == (12, 4, 1) and x.stride(1) == 4 and x.stride(-1) == 1
     assert x.transpose(0, 2).stride(0) == 1
+
+
+def _in_place_view_changes(m):
+    out = []
+    a = m.arange(6.0).reshape(2, 3)
+    b = a.detach()  # an alias keeps its shape and still shares the values
+    a.t_()
+    a.add_(1)
+    out += [tuple(a.shape), tuple(b.shape), b.tolist(), a.tolist()]
+    x = m.ones(2, 3, requires_grad=True)
+    y = x * m.arange(6.0).reshape(2, 3)
+    y.unsqueeze_(0)  # a result with history: the backward goes through the change
+    (y * m.arange(6.0).reshape(1, 2, 3)).sum().backward()
+    out += [tuple(y.shape), y.is_leaf, x.grad.tolist()]
+    w = m.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.t_()
+    with m.no_grad():
+        w.t_()
+    (w * 2).sum().backward()
+    out += [tuple(w.shape), w.is_leaf, tuple(w.grad.shape)]
+    z = m.zeros(1, 3, 1)
+    out += [tuple(z.squeeze_(2).shape), tuple(z.squeeze_().shape)]
+    v = m.arange(24.0).reshape(2, 3, 4)
+    u = v[0]
+    u.transpose_(0, 1)  # a view stays a view of the same base
+    u.mul_(10)
+    q = m.arange(6.0).reshape(2, 3)
+    q.swapaxes_(0, 1).swapdims_(0, 1)
+    out += [tuple(u.shape), v.tolist(), q.tolist()]
+    return out
+
+
+def test_in_place_shape_changes_t_transpose_squeeze_unsqueeze():
+    assert _in_place_view_changes(spx) == _in_place_view_changes(torch)

@@ -262,6 +262,35 @@ class ShapeMethods(ArrangeMethods):
             return self._make_view(apply(_reshape, (shape,), (self,)), _reshape, (shape,))
         return self._make_view(apply(_squeeze, (ds,), (self,)), _squeeze, (ds,))
 
+    # -- in-place view changes (torch's t_, transpose_, squeeze_, unsqueeze_) ------------------
+    def _become(self, make: Any) -> Any:
+        """``self`` becomes ``make(self)``, a view of its own former value (in place, as torch
+        changes a tensor's sizes and strides): aliases such as ``.data`` keep the old shape
+        and still share the values, so later in-place writes are seen by both."""
+        self._check_inplace()
+        out = make(self if self._view is not None else self._alias())
+        self._s, self._view = out._s, out._view
+        return self
+
+    def t_(self) -> Any:
+        """In-place :meth:`t`."""
+        return self._become(lambda x: x.t())
+
+    def transpose_(self, dim0: int, dim1: int) -> Any:
+        """In-place :meth:`transpose`."""
+        return self._become(lambda x: x.transpose(dim0, dim1))
+
+    swapaxes_ = transpose_
+    swapdims_ = transpose_
+
+    def squeeze_(self, dim: Any = None) -> Any:
+        """In-place :meth:`squeeze`."""
+        return self._become(lambda x: x.squeeze(dim))
+
+    def unsqueeze_(self, dim: int) -> Any:
+        """In-place :meth:`unsqueeze`."""
+        return self._become(lambda x: x.unsqueeze(dim))
+
     def expand(self, *sizes: Any) -> Any:
         """Broadcast size-1 dimensions to ``sizes`` (``-1`` keeps a dimension)."""
         target = list(_dims.shape_args(sizes, "expand"))
