@@ -64,6 +64,7 @@ class _Walk:
         cuts: Sequence[Ref] | None,
         retained: dict[tuple[int, int], Any] | None = None,
         stops: dict[tuple[int, int], Any] | None = None,
+        record: bool = False,
     ) -> None:
         self.entries: list[tuple] = []
         self.deps: list[bool] = []  # per entry: depends on a differentiated input
@@ -73,7 +74,9 @@ class _Walk:
         self.input_slots: dict[tuple[int, int], int] = {}  # (id(node), idx) -> slot
         self.inputs: list[Any] = []  # concrete values fed to the program
         self.input_refs: list[Any] = []  # per input: the (node, idx) it is the value of, or None
-        self.leaf_of: dict[tuple[int, int], Node] = {}  # (id(value node), idx) -> its LEAF node
+        # For create_graph (record_backward): leaves are inputs referring to their LEAF node,
+        # so that the recorded gradient is a function of them.
+        self.record = record
         self.diff_avals: list[Any] = []  # per differentiated input: its abstract value
         self.replayed: list[tuple[Node, bool]] = []  # (node, in the grad graph), in order
         # Differentiated inputs in entry order: LEAF nodes, or positions in ``cuts``.
@@ -185,9 +188,12 @@ class _Walk:
                 continue
             if grad and node.freed:
                 raise RuntimeError(BACKWARD_TWICE)
-            if node.fn is LEAF and node.inputs and type(node.inputs[0]) is tuple:
-                src, src_idx = node.inputs[0]
-                self.leaf_of[(id(src), src_idx)] = node
+            if self.record and node.fn is LEAF:
+                slot = self._input(None, (id(node), 0), (node, 0))
+                if grad and self.cuts is None:
+                    slot = self._diff(slot, node, node.avals[0])
+                base[id(node)] = slot
+                continue
             is_leaf = grad and node.fn is LEAF and self.cuts is None
             if not expanded:
                 stack.append((node, True))
@@ -308,6 +314,8 @@ def _program(key: tuple) -> Any:
     entries, deps, value_slots, root_slots, has_cot, acc_slots = key
     # Per entry: ("in", slot) | ("diff", slot, source slot) | ("op", slot, dep, fn, static, ...)
     inputs_at, diffs_at, ops = [], [], []
+    slot_dep: list[bool] = []
+    ordered: list[tuple] = []  # ops and diffs in slot order (for forward_all)
     slot = 0
     for entry, dep in zip(entries, deps, strict=True):
         if entry[0] == "in":
@@ -315,12 +323,19 @@ def _program(key: tuple) -> Any:
             slot += 1
         elif entry[0] == "diff":
             diffs_at.append((slot, entry[1]))
+            ordered.append((None, slot, None, None, (entry[1],), 1))
             slot += 1
         else:
             fn, static, ins, n_out = entry
             ops.append((dep, slot, fn, static, ins, n_out))
+            ordered.append(ops[-1])
             slot += n_out
+        slot_dep.extend([dep] * (slot - len(slot_dep)))
     n_slots = slot
+    # A differentiated input whose value is computed from other differentiated inputs (a leaf
+    # made by ``y.detach().requires_grad_()`` from a pending ``y``): its value is needed before
+    # the vjp, where only the entries that depend on no differentiated input have run.
+    dependent_primals = any(slot_dep[source] for _, source in diffs_at)
 
     def replay(env: list, want_dep: bool) -> None:
         for dep, first, fn, static, ins, n_out in ops:
@@ -331,11 +346,26 @@ def _program(key: tuple) -> Any:
                 else:
                     env[first : first + n_out] = out
 
+    def forward_all(env: list) -> None:
+        """Every entry's value, a differentiated input taking its source's (in slot order)."""
+        for _, first, fn, static, ins, n_out in ordered:
+            if fn is None:
+                env[first] = env[ins[0]]
+                continue
+            out = fn(*[env[s] for s in ins], *static)
+            if n_out == 1:
+                env[first] = out
+            else:
+                env[first : first + n_out] = out
+
     def run(inputs: list, cotangents: list) -> tuple:
         env: list[Any] = [None] * n_slots
         for s, v in zip(inputs_at, inputs, strict=True):
             env[s] = v
-        replay(env, False)
+        if dependent_primals:
+            forward_all(env)  # the vjp below recomputes the dependent entries from the diffs
+        else:
+            replay(env, False)
         if not root_slots:
             return [env[s] for s in value_slots], []
         primals = [env[source] for _, source in diffs_at]
@@ -483,17 +513,18 @@ def record_backward(
 ) -> tuple[Node | None, list[Any]]:
     """``create_graph=True``: the backward of :func:`run`, recorded as one operation.
 
-    The node's inputs are what the gradient program reads, as references: a leaf's value
-    through its LEAF node, every other value through the node it comes from. Its outputs, the
-    gradients, are thereby functions of the leaves and differentiable again (a later backward
-    replays the node, i.e. differentiates the first backward, under ``jax.vjp``). Nothing is
+    The node's inputs are what the gradient program reads, as references: each leaf as its
+    LEAF node (not replayed from its value), every other value through the node it comes
+    from. Its outputs, the gradients, are thereby functions of the leaves and differentiable
+    again (a later backward replays the node, i.e. differentiates the first backward, under
+    ``jax.vjp``). Nothing is
     computed or freed now.
 
     Returns:
         ``(node, diffs)``: the node (None when nothing is differentiated) and, per output, the
         LEAF node or position in ``cuts`` it is the gradient of.
     """
-    walk = _Walk(cuts)
+    walk = _Walk(cuts, record=True)
     for node, _ in roots:
         if node.freed:
             raise RuntimeError(BACKWARD_TWICE)
@@ -506,13 +537,12 @@ def record_backward(
     key = (tuple(walk.entries), tuple(walk.deps), (), root_slots, cotangents is not None, acc_slots)
     inputs: list[Any] = []
     for value, src in zip(walk.inputs, walk.input_refs, strict=True):
-        if src is None:  # a Python number, or a tap's zeros
-            inputs.append(
-                value if type(value) in (int, float, bool, complex) else _value_ref(value)
-            )
-        else:
-            leaf = walk.leaf_of.get((id(src[0]), src[1]))
-            inputs.append(src if leaf is None else (leaf, 0))
+        if src is not None:
+            inputs.append(src)
+        elif type(value) in (int, float, bool, complex):
+            inputs.append(value)
+        else:  # a tap's zeros
+            inputs.append(_value_ref(value))
     inputs.extend(_value_ref(c) for c in cotangents or ())
     requires_grad = any(type(r) is tuple and r[0].requires_grad for r in inputs)
     node = Node(

@@ -121,3 +121,21 @@ def test_create_graph_with_hooks_or_retained_tensors_raises():
     u.retain_grad()
     with pytest.raises(NotImplementedError, match="retain_grad"):
         (u**2).sum().backward(create_graph=True)
+
+
+def test_leaves_made_from_pending_results_are_differentiated_as_leaves():
+    # n = a.detach().requires_grad_() while a is not computed yet: n's value comes from the
+    # same program as a's history (the program failed with None values before).
+    def fn(lib):
+        loc = lib.tensor([0.3, -1.0], requires_grad=True)
+        scale = lib.tensor([1.5, 0.7], requires_grad=True)
+        a = loc / scale.pow(2)
+        n = a.detach().requires_grad_()
+        (n * n).sum().backward(retain_graph=True)
+        first = n.grad.clone()
+        n.grad = None
+        (g,) = lib.autograd.grad((n**3).sum(), [n], create_graph=True)
+        ((n * g).sum() + (a * 2).sum()).backward()
+        return first, n.grad, loc.grad, scale.grad
+
+    _both(fn)
