@@ -182,11 +182,16 @@ class _Walk:
         # Iterative post-order: graphs of thousands of nodes must not hit the recursion limit.
         stack: list[tuple[Node, bool]] = [(root, False)]
         base = self.base
+        walk_grad = grad
         while stack:
             node, expanded = stack.pop()
             if id(node) in base:
                 continue
-            if grad and node.freed:
+            # A node without history (recorded under no_grad, detach()'s stop_gradient, an
+            # integer result) met in a grad walk is a value: its inputs are values too, even
+            # where they have history (whose graph a backward may have freed already).
+            grad = walk_grad and node.requires_grad
+            if node.freed and (grad or node.values is None):
                 raise RuntimeError(BACKWARD_TWICE)
             if self.record and node.fn is LEAF:
                 slot = self._input(None, (id(node), 0), (node, 0))

@@ -568,3 +568,33 @@ def test_a_complex_scalar_needs_an_explicit_gradient_as_in_torch():
             (z * z).backward()
         with pytest.raises(RuntimeError, match="implicitly created only for real scalar"):
             lib.autograd.grad(z * z, [z])
+
+
+def test_detached_values_of_a_graph_already_backpropagated():
+    # Actor-critic (the advantage detached after the critic's backward) and truncated BPTT
+    # (the LSTM state detached between chunks): the detached tensors are values; walking into
+    # their freed history raised "backward through the graph a second time".
+    def fn(lib):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        v = lib.tensor([0.5, 0.5], requires_grad=True)
+        advantage = lib.tensor([3.0, 1.0]) - w * 2
+        advantage.pow(2).mean().backward()
+        (-(v * advantage.detach()).mean()).backward()
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(3, 4)
+        with lib.no_grad():
+            for p in lstm.parameters():
+                p.copy_(lib.tensor(np.linspace(-0.3, 0.3, p.numel()).reshape(tuple(p.shape))))
+        x = lib.tensor(np.sin(np.arange(36.0)).reshape(6, 2, 3).astype(np.float32))
+        hidden = (lib.zeros(1, 2, 4), lib.zeros(1, 2, 4))
+        losses = []
+        for i in range(0, 6, 2):
+            hidden = tuple(h.detach() for h in hidden)
+            lstm.zero_grad()
+            out, hidden = lstm(x[i : i + 2], hidden)
+            loss = out.pow(2).mean()
+            loss.backward()
+            losses.append(loss.detach())
+        return w.grad, v.grad, losses, lstm.weight_hh_l0.grad
+
+    _both(fn)
