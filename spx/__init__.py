@@ -14,6 +14,7 @@ from spx import autograd as autograd
 from spx import backends as backends
 from spx import cuda as cuda
 from spx import data as data
+from spx import distributions as distributions
 from spx import fft as fft
 from spx import linalg as linalg
 from spx import matmul_precision as _matmul_precision
