@@ -10,6 +10,10 @@ backward direction of a bidirectional RNN). Recorded as one operation, it is dif
 ``jax.vjp`` of the scan, which XLA compiles to one loop forward and one backward, instead of a
 graph node per time step.
 
+A layer given ``lengths`` runs a padded batch of variable-length sequences (a
+``PackedSequence``'s sorted batch): each sequence steps only within its own length (see
+:func:`_scan`), which gives torch's packed final states for both directions.
+
 Every function takes batched ``(B, *)`` or unbatched ``(*)`` states alike: the matrix products
 contract the last dim and the gate arithmetic is elementwise, so no batch dim is added.
 
@@ -200,13 +204,32 @@ def _time_major(input: Array, batch_first: bool) -> Array:
     return jnp.swapaxes(input, 0, 1) if batch_first and input.ndim == 3 else input
 
 
-def _scan(step, carry, xp: Array, reverse: bool, batch_first: bool):
-    """Run ``step(carry, xp_t) -> (carry, y_t)`` over time; the outputs in the input's layout."""
+def _scan(step, carry, xp: Array, reverse: bool, batch_first: bool, lengths: Array | None):
+    """Run ``step(carry, xp_t) -> (carry, y_t)`` over time; the outputs in the input's layout.
+
+    With ``lengths`` (``(B,)``, a time-major batch of variable-length sequences padded at the
+    end) sequence ``b`` takes a step only while ``t < lengths[b]``: its state stays as it was
+    elsewhere and its output there is zero. Run forward, the final state is the one after the
+    sequence's last element; run in reverse, the state stays the initial one through the
+    padding and the reverse pass starts at the sequence's own last element, as torch's packed
+    RNNs run.
+    """
+    if lengths is not None:
+        inner = step
+        valid = (jnp.arange(xp.shape[0])[:, None] < lengths[None, :])[..., None]  # (T, B, 1)
+
+        def step(carry, inputs):
+            xp_t, valid_t = inputs
+            new, y = inner(carry, xp_t)
+            carry = jax.tree.map(lambda n, c: jnp.where(valid_t, n, c), new, carry)
+            return carry, jnp.where(valid_t, y, jnp.zeros_like(y))
+
+        xp = (xp, valid)
     carry, ys = jax.lax.scan(step, carry, xp, reverse=reverse)
     return carry, _time_major(ys, batch_first)
 
 
-def _simple_layer(step_fn, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first):
+def _simple_layer(step_fn, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first, lengths):
     x = _time_major(input, batch_first)
     if hx is None:
         hx = _zeros_state(x, w_hh.shape[1], x.ndim == 3)
@@ -216,7 +239,7 @@ def _simple_layer(step_fn, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_fir
         h = step_fn(xp_t, h, w_hh, b_hh)
         return h, h
 
-    h_n, output = _scan(step, hx, xp, reverse, batch_first)
+    h_n, output = _scan(step, hx, xp, reverse, batch_first, lengths)
     return output, h_n
 
 
@@ -229,6 +252,7 @@ def rnn_tanh_layer(
     b_hh: Array | None = None,
     reverse: bool = False,
     batch_first: bool = False,
+    lengths: Array | None = None,
 ) -> tuple[Array, Array]:
     """One direction of one ``tanh`` RNN layer over a sequence.
 
@@ -242,6 +266,9 @@ def rnn_tanh_layer(
         b_hh: ``(hidden_size,)`` or None.
         reverse: run from the last time step to the first (the ``_reverse`` direction).
         batch_first: the input and output are ``(B, T, *)``.
+        lengths: ``(B,)`` integer lengths of a batched input padded at the end (the padded form
+            of a ``PackedSequence``), or None when every sequence runs all ``T`` steps. Each
+            sequence then stops at its own length (see :func:`_scan`); outputs past it are 0.
 
     Returns:
         ``(output, h_n)``: every step's state ``(T, B, hidden_size)`` in the input's layout,
@@ -252,7 +279,9 @@ def rnn_tanh_layer(
         >>> out.shape, h.shape
         ((5, 2, 3), (2, 3))
     """
-    return _simple_layer(_tanh_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first)
+    return _simple_layer(
+        _tanh_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first, lengths
+    )
 
 
 def rnn_relu_layer(
@@ -264,6 +293,7 @@ def rnn_relu_layer(
     b_hh: Array | None = None,
     reverse: bool = False,
     batch_first: bool = False,
+    lengths: Array | None = None,
 ) -> tuple[Array, Array]:
     """One direction of one ``relu`` RNN layer over a sequence; as :func:`rnn_tanh_layer`.
 
@@ -272,7 +302,9 @@ def rnn_relu_layer(
         >>> out.shape, h.shape
         ((5, 3), (3,))
     """
-    return _simple_layer(_relu_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first)
+    return _simple_layer(
+        _relu_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first, lengths
+    )
 
 
 def gru_layer(
@@ -284,6 +316,7 @@ def gru_layer(
     b_hh: Array | None = None,
     reverse: bool = False,
     batch_first: bool = False,
+    lengths: Array | None = None,
 ) -> tuple[Array, Array]:
     """One direction of one GRU layer over a sequence; shapes as :func:`rnn_tanh_layer` with
     ``3 * hidden_size`` gate rows in the weights and biases.
@@ -293,7 +326,9 @@ def gru_layer(
         >>> out.shape, h.shape
         ((5, 2, 3), (2, 3))
     """
-    return _simple_layer(_gru_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first)
+    return _simple_layer(
+        _gru_step, input, hx, w_ih, w_hh, b_ih, b_hh, reverse, batch_first, lengths
+    )
 
 
 def lstm_layer(
@@ -307,6 +342,7 @@ def lstm_layer(
     w_hr: Array | None = None,
     reverse: bool = False,
     batch_first: bool = False,
+    lengths: Array | None = None,
 ) -> tuple[Array, Array, Array]:
     """One direction of one LSTM layer over a sequence.
 
@@ -323,6 +359,7 @@ def lstm_layer(
         w_hr: ``(proj_size, hidden_size)`` projection of the hidden state, or None.
         reverse: run from the last time step to the first.
         batch_first: the input and output are ``(B, T, *)``.
+        lengths: ``(B,)`` sequence lengths, as for :func:`rnn_tanh_layer`.
 
     Returns:
         ``(output, h_n, c_n)``: every step's hidden state ``(T, B, H_out)`` in the input's
@@ -345,5 +382,5 @@ def lstm_layer(
         h, c = _lstm_step(xp_t, *carry, w_hh, b_hh, w_hr)
         return (h, c), h
 
-    (h_n, c_n), output = _scan(step, (hx, cx), xp, reverse, batch_first)
+    (h_n, c_n), output = _scan(step, (hx, cx), xp, reverse, batch_first, lengths)
     return output, h_n, c_n

@@ -10,7 +10,12 @@ graph and one loop in the compiled program, differentiated by ``jax.vjp``. Betwe
 outputs of the two directions are concatenated and, while training, dropped out with
 ``F.dropout`` (a fresh key per call, as for ``nn.Dropout``).
 
-Not supported: ``PackedSequence`` inputs (pad the batch and pass a dense tensor instead).
+A ``PackedSequence`` input (``spx.nn.utils.rnn``) runs as torch's does: its data is gathered
+into a zero-padded ``(T, B, *)`` batch in sorted order, each scan steps sequence ``b`` only while
+``t < lengths[b]`` (so the final state is the one at the sequence's own last step, and the
+reverse direction starts at that step), and the outputs are gathered back into a packed
+``data``. Initial states are given, and final states returned, in the batch's own order: they
+are permuted by ``sorted_indices`` / ``unsorted_indices`` as torch's ``permute_hidden`` does.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import jax
 
 from spx import _user_code, _validate
+from spx._host import device_array
 from spx._tensor import graph
 from spx._tensor.recorded import recorded
 from spx._tensor.tensor import Tensor
@@ -30,6 +36,8 @@ from spx.nn.functional import rnn as rnn_F
 from spx.nn.module import Module
 from spx.nn.modules.linear import _empty
 from spx.nn.parameter import Parameter
+from spx.nn.utils.rnn import PackedSequence, _packed_from_sorted, _padded_sorted
+from spx.ops.indexing import index_select
 from spx.ops.shape import cat, stack
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -172,10 +180,18 @@ class RNNBase(Module):
         w_hh = self._required_parameter("weight_hh" + suffix)
         return w_ih, w_hh, get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _check_input(self, input: Any) -> bool:
-        """torch's checks on the input; returns whether it is batched."""
+    def _check_input(self, input: Any) -> None:
+        """torch's checks on the input (a Tensor or a PackedSequence)."""
         cls = type(self).__name__
-        if not hasattr(input, "ndim"):
+        if isinstance(input, PackedSequence):
+            data = input.data
+            if data.ndim != 2:
+                raise RuntimeError(
+                    f"input must have 2 dimensions, got {data.ndim}: a PackedSequence's data "
+                    f"is (sum(lengths), input_size), got shape {_shape(data)}"
+                )
+            input = data
+        elif not hasattr(input, "ndim"):
             raise TypeError(f"{cls}: input must be a Tensor, got {type(input).__name__}")
         if input.ndim not in (2, 3):
             raise ValueError(
@@ -190,32 +206,65 @@ class RNNBase(Module):
                 f"{input.shape[-1]} (input shape {_shape(input)}); reshape the input or build "
                 f"the layer with input_size={input.shape[-1]}"
             )
-        return input.ndim == 3
+
+    def _batch(self, input: Any) -> tuple[int | None, str]:
+        """The batch size the states must have (None unbatched) and the input's kind, for
+        messages."""
+        if isinstance(input, PackedSequence):
+            return int(input._batch_sizes_host()[0]), "PackedSequence"
+        if input.ndim == 2:
+            return None, "unbatched 2-D"
+        return int(input.shape[0 if self.batch_first else 1]), "batched 3-D"
 
     def _check_state(self, state: Any, input: Any, size: str, what: str) -> None:
         """An initial state's rank, shape and dtype against the input (torch's messages)."""
         _check_dtype(type(self).__name__, state, self._required_parameter("weight_ih_l0"), what)
-        batched = input.ndim == 3
-        want = 3 if batched else 2
+        batch, kind = self._batch(input)
+        want = 2 if batch is None else 3
         if state.ndim != want:
-            kind = "batched 3-D" if batched else "unbatched 2-D"
             raise RuntimeError(
                 f"For {kind} input, hx should also be {want}-D but got {state.ndim}-D "
                 f"tensor (shape {_shape(state)})"
             )
         layers = self.num_layers * (2 if self.bidirectional else 1)
-        batch = (input.shape[0 if self.batch_first else 1],) if batched else ()
-        expected = (layers, *batch, getattr(self, size))
+        expected = (layers, *(() if batch is None else (batch,)), getattr(self, size))
         if tuple(state.shape) != expected:
-            batch_text = "batch, " if batched else ""
+            batch_text = "" if batch is None else "batch, "
             raise RuntimeError(
                 f"Expected {what} size {expected}, got {_shape(state)}: it is (num_layers * "
                 f"num_directions, {batch_text}{size})"
             )
 
-    def _run(self, input: Any, hx: Any, cx: Any) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Every layer and direction; ``(output, h_n, c_n)`` with ``c_n`` None but for LSTM."""
+    def _forward(self, input: Any, hx: Any, cx: Any) -> tuple[Any, Tensor, Tensor | None]:
+        """``(output, h_n, c_n)`` for a checked Tensor or PackedSequence input."""
+        if not isinstance(input, PackedSequence):
+            return self._run(input, hx, cx)
+        sorted_indices, unsorted_indices = input.sorted_indices, input.unsorted_indices
+        if sorted_indices is not None:  # torch's permute_hidden: states in the batch's order
+            hx = None if hx is None else index_select(hx, 1, sorted_indices)
+            cx = None if cx is None else index_select(cx, 1, sorted_indices)
+        padded, lengths = _padded_sorted(input)
+        # On the device once for every layer and direction (a numpy input is sent per op).
+        output, h_n, c_n = self._run(padded, hx, cx, device_array(lengths))
+        output = PackedSequence._build(
+            _packed_from_sorted(output, lengths), input._batch_sizes_host(), sorted_indices,
+            unsorted_indices, input.batch_sizes,
+        )  # fmt: skip
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
+        return output, h_n, c_n
+
+    def _run(
+        self, input: Any, hx: Any, cx: Any, lengths: Any = None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Every layer and direction; ``(output, h_n, c_n)`` with ``c_n`` None but for LSTM.
+
+        ``lengths`` (``(B,)`` integers) marks ``input`` as a time-major padded batch of
+        sequences of those lengths (a PackedSequence's sorted batch).
+        """
         op = _LAYERS[self.mode]
+        batch_first = self.batch_first if lengths is None else False
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -228,11 +277,11 @@ class RNNBase(Module):
                 if self.mode == "LSTM":
                     c0 = None if cx is None else cx[k]
                     out, h, c = op(
-                        input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, self.batch_first
+                        input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_first, lengths
                     )
                     c_n.append(c)
                 else:
-                    out, h = op(input, h0, w_ih, w_hh, b_ih, b_hh, reverse, self.batch_first)
+                    out, h = op(input, h0, w_ih, w_hh, b_ih, b_hh, reverse, batch_first, lengths)
                 outputs.append(out)
                 h_n.append(h)
             input = outputs[0] if num_directions == 1 else cat(outputs, dim=-1)
@@ -278,13 +327,22 @@ class RNN(RNNBase):
         input ``(L, N, H_in)``, ``(N, L, H_in)`` if batch_first, or unbatched ``(L, H_in)``;
         hx ``(D * num_layers, N, H_out)`` (``(D * num_layers, H_out)`` unbatched), default zeros
         -> output ``(L, N, D * H_out)`` (batch_first: ``(N, L, D * H_out)``) and h_n shaped as hx.
+        The input may be a ``PackedSequence`` of ``N`` sequences (``spx.nn.utils.rnn``;
+        batch_first does not apply to it): the output is then a PackedSequence with the same
+        ``batch_sizes`` and indices and ``D * H_out`` features, h_n holds each sequence's state
+        at its own last step, and hx and h_n are in the order the batch was packed from.
 
     Example:
         >>> import spx
         >>> from spx import nn
+        >>> from spx.nn.utils.rnn import pack_padded_sequence
         >>> out, h_n = nn.RNN(4, 3, num_layers=2)(spx.ones(5, 2, 4))
         >>> out.shape, h_n.shape
         (spx.Size([5, 2, 3]), spx.Size([2, 2, 3]))
+        >>> packed = pack_padded_sequence(spx.ones(5, 2, 4), [2, 5], enforce_sorted=False)
+        >>> out, h_n = nn.RNN(4, 3)(packed)
+        >>> out.data.shape, out.batch_sizes.tolist(), h_n.shape
+        (spx.Size([7, 3]), [2, 2, 1, 1, 1], spx.Size([1, 2, 3]))
     """
 
     def __init__(
@@ -310,11 +368,13 @@ class RNN(RNNBase):
             batch_first, dropout, bidirectional, device=device, dtype=dtype,
         )  # fmt: skip
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, input: Tensor | PackedSequence, hx: Tensor | None = None
+    ) -> tuple[Tensor | PackedSequence, Tensor]:
         self._check_input(input)
         if hx is not None:
             self._check_state(hx, input, "hidden_size", "hidden")
-        output, h_n, _ = self._run(input, hx, None)
+        output, h_n, _ = self._forward(input, hx, None)
         return output, h_n
 
 
@@ -351,11 +411,13 @@ class GRU(RNNBase):
             bidirectional, device=device, dtype=dtype,
         )  # fmt: skip
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, input: Tensor | PackedSequence, hx: Tensor | None = None
+    ) -> tuple[Tensor | PackedSequence, Tensor]:
         self._check_input(input)
         if hx is not None:
             self._check_state(hx, input, "hidden_size", "hidden")
-        output, h_n, _ = self._run(input, hx, None)
+        output, h_n, _ = self._forward(input, hx, None)
         return output, h_n
 
 
@@ -374,7 +436,8 @@ class LSTM(RNNBase):
     Shapes (``D`` = 2 if bidirectional else 1, ``H_out`` = proj_size or hidden_size):
         input as :class:`RNN`; ``(h_0, c_0)`` with h_0 ``(D * num_layers, N, H_out)`` and c_0
         ``(D * num_layers, N, hidden_size)`` (no N dim unbatched), default zeros ->
-        output ``(L, N, D * H_out)`` and ``(h_n, c_n)`` shaped as ``(h_0, c_0)``.
+        output ``(L, N, D * H_out)`` and ``(h_n, c_n)`` shaped as ``(h_0, c_0)``; a
+        ``PackedSequence`` input gives a PackedSequence output, as for :class:`RNN`.
 
     Example:
         >>> import spx
@@ -403,8 +466,8 @@ class LSTM(RNNBase):
         )  # fmt: skip
 
     def forward(
-        self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
         self._check_input(input)
         h0 = c0 = None
         if hx is not None:
@@ -414,16 +477,16 @@ class LSTM(RNNBase):
                     "lstm(x, (h_0, c_0)) or leave it out for zeros"
                 )
             h0, c0 = hx
-            if h0.ndim != input.ndim or c0.ndim != input.ndim:
-                kind = "batched 3-D" if input.ndim == 3 else "unbatched 2-D"
+            want = 2 if self._batch(input)[0] is None else 3
+            if h0.ndim != want or c0.ndim != want:
                 raise RuntimeError(
-                    f"For {kind} input, hx and cx should also be {input.ndim}-D but got "
-                    f"({h0.ndim}-D, {c0.ndim}-D) tensors"
+                    f"For {self._batch(input)[1]} input, hx and cx should also be {want}-D but "
+                    f"got ({h0.ndim}-D, {c0.ndim}-D) tensors"
                 )
             h_size = "proj_size" if self.proj_size else "hidden_size"
             self._check_state(h0, input, h_size, "hidden[0]")
             self._check_state(c0, input, "hidden_size", "hidden[1]")
-        output, h_n, c_n = self._run(input, h0, c0)
+        output, h_n, c_n = self._forward(input, h0, c0)
         return output, (h_n, c_n)
 
 

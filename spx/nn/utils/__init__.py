@@ -1,7 +1,9 @@
-"""spx.nn.utils: gradient clipping and parameter/vector conversion (mirrors torch.nn.utils)."""
+"""spx.nn.utils: gradient clipping, parameter/vector conversion and packed sequences (``rnn``)
+(mirrors torch.nn.utils)."""
 
 from spx.nn.utils import clip_grad as clip_grad
 from spx.nn.utils import convert_parameters as convert_parameters
+from spx.nn.utils import rnn as rnn
 from spx.nn.utils.clip_grad import clip_grad_norm as clip_grad_norm
 from spx.nn.utils.clip_grad import clip_grad_norm_ as clip_grad_norm_
 from spx.nn.utils.clip_grad import clip_grad_value_ as clip_grad_value_
