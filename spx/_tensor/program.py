@@ -71,6 +71,9 @@ class _Walk:
         self.slot_dep: list[bool] = []  # per slot
         self.n_slots = 0
         self.base: dict[int, int] = {}  # id(node) -> first slot of its outputs
+        # The same for nodes with history replayed only for their values (reached through a
+        # node without history, e.g. detach()): a later grad-mode visit replays them again.
+        self.vbase: dict[int, int] = {}
         self.input_slots: dict[tuple[int, int], int] = {}  # (id(node), idx) -> slot
         self.inputs: list[Any] = []  # concrete values fed to the program
         self.input_refs: list[Any] = []  # per input: the (node, idx) it is the value of, or None
@@ -141,20 +144,29 @@ class _Walk:
                 if slot is None:
                     slot = self.cut_slots[key] = self._cut(node, idx, k)
                 return slot
-        first = self.base.get(id(node))
-        if first is None:
-            if grad and self._grad_through(node):
+        if grad and self._grad_through(node):
+            first = self.base.get(id(node))
+            if first is None:
                 self._visit(node, True)
-            elif node.values is not None:
-                return self._input(node.values[idx], (id(node), idx), (node, idx))
-            else:
+                first = self.base[id(node)]
+        else:
+            # A value: computed already, or replayed (a slot of the grad walk serves too: the
+            # entries reading it then run inside the vjp).
+            first = self._value_slot(node)
+            if first is None:
+                if node.values is not None:
+                    return self._input(node.values[idx], (id(node), idx), (node, idx))
                 self._visit(node, False)
-            first = self.base[id(node)]
+                first = self._value_slot(node)
         if grad and self.redirect:
             tap = self.redirect.get((id(node), idx))
             if tap is not None:
                 return tap
         return first + idx
+
+    def _value_slot(self, node: Node) -> int | None:
+        first = self.base.get(id(node))
+        return self.vbase.get(id(node)) if first is None else first
 
     def _cut(self, node: Node, idx: int, k: int) -> int:
         """The slot of an ``autograd.grad`` input: a differentiated variable in its place.
@@ -180,39 +192,39 @@ class _Walk:
 
     def _visit(self, root: Node, grad: bool) -> None:
         # Iterative post-order: graphs of thousands of nodes must not hit the recursion limit.
-        stack: list[tuple[Node, bool]] = [(root, False)]
-        base = self.base
-        walk_grad = grad
+        # Each entry carries its mode: a node without history (recorded under no_grad,
+        # detach()'s stop_gradient, an integer result) is a value, and so are its inputs,
+        # even those with history (whose graph an earlier backward may have freed).
+        stack: list[tuple[Node, bool, bool]] = [(root, False, grad)]
+        base, vbase = self.base, self.vbase
         while stack:
-            node, expanded = stack.pop()
-            if id(node) in base:
+            node, expanded, mode = stack.pop()
+            grad = mode and node.requires_grad
+            seen = base if grad or not node.requires_grad else vbase
+            if id(node) in seen or (not grad and id(node) in base):
                 continue
-            # A node without history (recorded under no_grad, detach()'s stop_gradient, an
-            # integer result) met in a grad walk is a value: its inputs are values too, even
-            # where they have history (whose graph a backward may have freed already).
-            grad = walk_grad and node.requires_grad
             if node.freed and (grad or node.values is None):
                 raise RuntimeError(BACKWARD_TWICE)
             if self.record and node.fn is LEAF:
                 slot = self._input(None, (id(node), 0), (node, 0))
                 if grad and self.cuts is None:
                     slot = self._diff(slot, node, node.avals[0])
-                base[id(node)] = slot
+                seen[id(node)] = slot
                 continue
             is_leaf = grad and node.fn is LEAF and self.cuts is None
             if not expanded:
-                stack.append((node, True))
+                stack.append((node, True, mode))
                 for inp in node.inputs:
                     if type(inp) is not tuple:
                         continue
                     child = inp[0]
-                    if id(child) in base:
-                        continue
                     if grad and not is_leaf and self._grad_through(child):
-                        if self.cuts is None or (id(child), inp[1]) not in self.cuts:
-                            stack.append((child, False))
-                    elif child.values is None:
-                        stack.append((child, False))
+                        if id(child) not in base and (
+                            self.cuts is None or (id(child), inp[1]) not in self.cuts
+                        ):
+                            stack.append((child, False, True))
+                    elif child.values is None and self._value_slot(child) is None:
+                        stack.append((child, False, False))
                 continue
             if is_leaf:
                 base[id(node)] = self._diff(self.ref(node.inputs[0], False), node, node.avals[0])
@@ -223,7 +235,7 @@ class _Walk:
             self.entries.append((node.fn, node.static, slots, len(node.avals)))
             self.deps.append(dep)
             self.replayed.append((node, grad))
-            base[id(node)] = first
+            seen[id(node)] = first
             if grad and self.stops:
                 for idx in range(len(node.avals)):
                     name = self.stops.get((id(node), idx))

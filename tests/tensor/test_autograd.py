@@ -598,3 +598,22 @@ def test_detached_values_of_a_graph_already_backpropagated():
         return w.grad, v.grad, losses, lstm.weight_hh_l0.grad
 
     _both(fn)
+
+
+def test_a_result_used_both_detached_and_with_history_in_one_loss():
+    # The detached use is a value, the other use carries the gradient (whichever the walk
+    # meets first); and a GAN step: the discriminator's backward on fake.detach() must leave
+    # the generator's graph for the generator's backward.
+    def fn(lib):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (w * 0.3).tanh()
+        ((y.detach() * y).sum() + (y * y.detach() * 2).sum()).backward()
+        g = lib.tensor([[0.5, -0.25], [0.1, 0.2]], requires_grad=True)
+        d = lib.tensor([0.3, -0.7], requires_grad=True)
+        fake = (lib.tensor([[1.0, 2.0]]) @ g).sigmoid()
+        (fake.detach() @ d).sum().backward()
+        d_first = d.grad.clone()
+        (fake @ d).sum().backward()
+        return w.grad, d_first, d.grad, g.grad
+
+    _both(fn)
