@@ -1,4 +1,5 @@
-"""Multiplicative decay schedules: ``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``LinearLR``.
+"""Multiplicative decay schedules: StepLR, MultiStepLR, ExponentialLR, LinearLR, ConstantLR,
+PolynomialLR.
 
 Each multiplies the current ``group['lr']`` by a factor at chosen epochs (torch's recursive,
 chainable form) and also has a closed form for ``step(epoch)`` and SequentialLR.
@@ -192,4 +193,106 @@ class LinearLR(LRScheduler):
         done = (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch)
         return [
             base_lr * (self.start_factor + done / self.total_iters) for base_lr in self.base_lrs
+        ]
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the lr by ``factor`` until epoch ``total_iters`` (mirrors torch's ``ConstantLR``).
+
+    Args:
+        optimizer: the wrapped optimizer.
+        factor: multiplier of the lr before ``total_iters``, in [0, 1].
+        total_iters: the epoch at which the lr goes back to ``initial_lr``.
+        last_epoch: index of the last epoch; -1 starts a fresh schedule.
+
+    Example:
+        >>> import spx
+        >>> opt = spx.optim.SGD(spx.nn.Linear(2, 1).parameters(), lr=0.05)
+        >>> sched = spx.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+        >>> lrs = []
+        >>> for epoch in range(3):
+        ...     lrs.append(sched.get_last_lr()[0])
+        ...     opt.step()
+        ...     sched.step()
+        >>> lrs
+        [0.025, 0.025, 0.05]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError(
+                f"Constant multiplicative factor expected to be between 0 and 1, got "
+                f"factor={factor}"
+            )
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_get_lr_outside_step()
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr as ``(1 - epoch / total_iters) ** power`` (mirrors torch's ``PolynomialLR``).
+
+    After ``total_iters`` epochs the lr stays at its last value (0 from a fresh start).
+
+    Args:
+        optimizer: the wrapped optimizer.
+        total_iters: number of epochs of the decay.
+        power: power of the polynomial.
+        last_epoch: index of the last epoch; -1 starts a fresh schedule.
+
+    Example:
+        >>> import spx
+        >>> opt = spx.optim.SGD(spx.nn.Linear(2, 1).parameters(), lr=1.0)
+        >>> sched = spx.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)
+        >>> opt.step(); sched.step(); sched.get_last_lr()
+        [0.5625]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        total_iters: int = 5,
+        power: float = 1.0,
+        last_epoch: int = -1,
+    ) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_get_lr_outside_step()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        # torch's recursive form (chainable): the ratio of two consecutive closed forms.
+        decay_factor = (
+            (1.0 - self.last_epoch / self.total_iters)
+            / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
+        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [
+            base_lr
+            * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base_lr in self.base_lrs
         ]

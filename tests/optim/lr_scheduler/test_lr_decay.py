@@ -1,5 +1,6 @@
-"""StepLR, MultiStepLR, ExponentialLR, LinearLR against torch: lr sequences over 25 steps on
-two param groups (SGD and Adam), closed-form step(epoch), state_dict round trip, validation."""
+"""StepLR, MultiStepLR, ExponentialLR, LinearLR, ConstantLR, PolynomialLR against torch: lr
+sequences over 25 steps on two param groups (SGD and Adam), closed-form step(epoch), state_dict
+round trip, validation."""
 
 import pytest
 
@@ -23,6 +24,9 @@ SCHEDULES = {
     "LinearLR-down": lambda opt, L: L.LinearLR(
         opt, start_factor=1.0, end_factor=0.1, total_iters=7
     ),
+    "ConstantLR": lambda opt, L: L.ConstantLR(opt, factor=0.5, total_iters=4),
+    "PolynomialLR": lambda opt, L: L.PolynomialLR(opt, total_iters=10, power=0.9),
+    "PolynomialLR-square": lambda opt, L: L.PolynomialLR(opt, total_iters=30, power=2.0),
 }
 
 
