@@ -271,6 +271,9 @@ class Module:
                 return found[name]
         if name in _hooks.TABLES and "_parameters" in d:
             return _hooks.tables(self)[name]  # torch's modules always have them
+        for attr, compute in d.get("_computed", ()):
+            if attr == name:  # a reparametrized tensor, e.g. weight_norm's weight
+                return compute(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
@@ -651,7 +654,14 @@ class Module:
         Raises:
             TypeError: the parameter slot holds ``None``.
         """
-        param = self._parameters.get(name)
+        params = self._parameters
+        if name not in params:
+            # Not a parameter here: an attribute that replaced it, e.g. the weight that
+            # nn.utils.weight_norm computes from weight_g and weight_v (torch reads self.weight).
+            value = getattr(self, name, None)
+            if value is not None:
+                return value
+        param = params.get(name)
         if param is None:
             cls = type(self).__name__
             raise TypeError(

@@ -38,9 +38,10 @@ _CORRUPT = (
 
 
 _PICKLE = (
-    "{path!r} is a PyTorch pickle ({kind}), not a safetensors file. spx never unpickles files: "
-    "loading a pickle can run any code its author put in it. Convert it once, where torch is "
-    "installed:\n"
+    "{path!r} is a PyTorch pickle ({kind}), not a safetensors file. spx.load({path!r}) reads "
+    "torch.save zip files (tensors and plain containers, without running code from them); "
+    "this reader needs safetensors, and spx never unpickles files: loading a pickle can run "
+    "any code its author put in it. Convert it once, where torch is installed:\n"
     "    import torch, safetensors.torch\n"
     "    safetensors.torch.save_file(torch.load({path!r}), 'model.safetensors')\n"
     "(if it holds a dict of several things, e.g. {{'model': ..., 'optimizer': ...}}, save the "
@@ -241,3 +242,47 @@ class SafetensorsFile:
 
     def __repr__(self) -> str:
         return f"SafetensorsFile({str(self.path)!r}, {len(self._keys)} tensors)"
+
+
+# Header dtype code -> numpy dtype, for files read from memory (file objects).
+_CODES = {
+    "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
+    "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
+    "BF16": ml_dtypes.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
+    **_RAW_DTYPES,
+}  # fmt: skip
+
+
+def parse_bytes(data: bytes, source: str) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """Parse a whole safetensors file held in memory.
+
+    Args:
+        data: the file's bytes.
+        source: how to name it in errors.
+
+    Returns:
+        ``(metadata, tensors)``, tensors in header order.
+
+    Raises:
+        ValueError: the bytes are not a well-formed safetensors file.
+    """
+    try:
+        (size,) = struct.unpack("<Q", data[:8])
+        header = json.loads(data[8 : 8 + size])
+        metadata = header.pop("__metadata__", None) or {}
+        body = memoryview(data)[8 + size :]
+        tensors = {}
+        for key, entry in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+            start, end = entry["data_offsets"]
+            dtype = np.dtype(_CODES[entry["dtype"]])
+            shape = tuple(int(n) for n in entry["shape"])
+            if not 0 <= start <= end <= len(body) or end - start != dtype.itemsize * int(
+                np.prod(shape, dtype=np.int64)
+            ):
+                raise ValueError(f"tensor {key!r} has data offsets {start}..{end} out of range")
+            tensors[key] = np.frombuffer(body[start:end], dtype=dtype).reshape(shape).copy()
+    except (struct.error, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise ValueError(_CORRUPT.format(path=source, detail=repr(e))) from None
+    except ValueError as e:
+        raise ValueError(_CORRUPT.format(path=source, detail=e)) from None
+    return dict(metadata), tensors

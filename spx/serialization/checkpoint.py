@@ -51,8 +51,10 @@ def _resolve(path: Path) -> tuple[str, Path]:
         )
     pickles = sorted(p.name for p in path.iterdir() if p.is_file() and pickle_kind(p))
     hint = (
-        f"; it holds PyTorch pickles ({few(pickles)}), which spx never unpickles: convert one "
-        "with safetensors.torch.save_file(torch.load(p), 'model.safetensors')"
+        f"; it holds PyTorch pickles ({few(pickles)}): load one by its file name, e.g. "
+        f"spx.load({str(path / pickles[0])!r}) (torch.save zip files are read without "
+        "unpickling code), or convert it with "
+        "safetensors.torch.save_file(torch.load(p), 'model.safetensors')"
         if pickles
         else ""
     )

@@ -185,10 +185,6 @@ def test_truncated_and_garbage_files_raise_clear_value_error(tmp_path):
 @pytest.mark.parametrize(
     ("state_dict", "match"),
     [
-        ({1: jnp.ones(1)}, "keys must be str.*1"),
-        ({"w": 1.0}, "'w'.*got builtins.float"),
-        ({"w": [1, 2]}, "'w'.*np.asarray"),
-        ({"w": {"nested": jnp.ones(1)}}, "'w'.*nested.*model.state_dict"),
         ({"w": torch.ones(1)}, "'w'.*torch.*numpy"),
         ({"w": jnp.ones(2, jnp.int4)}, "'w'.*int4.*not supported"),
         ({"w": nn.UninitializedParameter()}, "'w'.*uninitialized.*forward"),
@@ -202,14 +198,12 @@ def test_bad_entries_raise_type_error_naming_the_key(tmp_path, state_dict, match
 
 
 def test_bad_arguments(tmp_path):
-    with pytest.raises(TypeError, match=r"model.state_dict\(\)"):
-        save(nn.Linear(2, 2), tmp_path / "m.safetensors")
     with pytest.raises(TypeError, match=r"metadata must be a dict"):
         save({"a": jnp.ones(1)}, tmp_path / "m.safetensors", metadata={"step": 3})
     with pytest.raises(ValueError, match=r"reserved"):
         save({"__metadata__": jnp.ones(1)}, tmp_path / "m.safetensors")
-    with pytest.raises(TypeError, match=r"file path"):
-        save({"a": jnp.ones(1)}, open(tmp_path / "f", "wb"))  # noqa: SIM115
+    with pytest.raises(TypeError, match=r"file path.*io.BytesIO.*int"):
+        save({"a": jnp.ones(1)}, 3)
     with pytest.raises(TypeError, match=r"\['a'\]"):
         load(tmp_path / "m.safetensors", keys="a")
 
@@ -231,16 +225,16 @@ def test_int64_follows_jax_x64_rules(tmp_path):
     assert back.dtype == jnp.int32 and back.tolist() == [5, 1 << 20]
 
 
-@pytest.mark.parametrize("zipped", [True, False])
-def test_a_torch_pickle_is_named_with_the_conversion(tmp_path, zipped):
-    # Before: "truncated or corrupt ... restore it from a backup".
+def test_a_legacy_torch_pickle_is_named_with_the_conversion(tmp_path):
+    # Before: "truncated or corrupt ... restore it from a backup". (Zip files load: see
+    # test_objects.py.)
     sd = {"fc.weight": torch.randn(3, 4), "fc.bias": torch.randn(3)}
     path = tmp_path / "model.pt"
-    torch.save(sd, path, _use_new_zipfile_serialization=zipped)
+    torch.save(sd, path, _use_new_zipfile_serialization=False)
     with pytest.raises(ValueError) as info:
         load(path)
     message = str(info.value)
-    assert "PyTorch pickle" in message and "never unpickles" in message
+    assert "legacy" in message and "torch.save(torch.load(p), p)" in message
     assert "safetensors.torch.save_file(torch.load(" in message
     # The conversion it shows works, and spx then reads the same numbers.
     out = tmp_path / "model.safetensors"
@@ -252,8 +246,9 @@ def test_a_torch_pickle_is_named_with_the_conversion(tmp_path, zipped):
 
 def test_a_directory_of_torch_pickles_says_so(tmp_path):
     torch.save({"w": torch.ones(2)}, tmp_path / "pytorch_model.bin")
-    with pytest.raises(FileNotFoundError, match=r"'pytorch_model.bin'.*never unpickles"):
+    with pytest.raises(FileNotFoundError, match=r"'pytorch_model.bin'.*spx.load\("):
         load(tmp_path)
+    assert load(tmp_path / "pytorch_model.bin")["w"].tolist() == [1.0, 1.0]
 
 
 def test_saving_raw_arrays_kept_across_a_compiled_step_names_the_key_and_fix(tmp_path):

@@ -157,7 +157,7 @@ class _ConvNd(Module):
                 f"{nd + 1}-D input (C, {spatial}), got shape {tuple(input.shape)}"
             )
         channels = input.shape[-nd - 1]
-        if self._required_parameter("weight").is_uninitialized:
+        if getattr(self._required_parameter("weight"), "is_uninitialized", False):
             self._materialize(channels)
         elif channels != self.in_channels:
             raise RuntimeError(

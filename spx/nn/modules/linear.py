@@ -112,7 +112,7 @@ class Linear(Module):
         if input.ndim == 0:
             raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
         weight = self._required_parameter("weight")
-        if weight.is_uninitialized:
+        if getattr(weight, "is_uninitialized", False):
             self._materialize(input.shape[-1])
         elif self.in_features is None:
             # Materialized by load_state_dict rather than by a first call.

@@ -11,3 +11,5 @@ from spx.nn.utils.clip_grad import clip_grads_with_norm_ as clip_grads_with_norm
 from spx.nn.utils.clip_grad import get_total_norm as get_total_norm
 from spx.nn.utils.convert_parameters import parameters_to_vector as parameters_to_vector
 from spx.nn.utils.convert_parameters import vector_to_parameters as vector_to_parameters
+from spx.nn.utils.weight_norm import remove_weight_norm as remove_weight_norm
+from spx.nn.utils.weight_norm import weight_norm as weight_norm
