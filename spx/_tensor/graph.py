@@ -92,6 +92,15 @@ def _leaf_marker(x: Any) -> Any:
 LEAF = _leaf_marker
 
 
+def _no_gradient_marker(x: Any, message: str) -> Any:
+    """Identity over a value that has no way back to its inputs (a compiled forward's
+    result): a backward reaching it raises ``message`` (see ``spx.compile``)."""
+    return x
+
+
+NO_GRADIENT = _no_gradient_marker
+
+
 class Storage:
     """What a Tensor holds now: the output ``idx`` of ``node``; shared by aliases.
 
@@ -131,6 +140,8 @@ class _ThreadState(threading.local):
         # register_hook on results; backward() runs them. Keyed by the node, as torch keeps
         # such hooks on the grad_fn: the tensor object may be gone (a local of a forward).
         self.hooked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # Backward passes run on this thread (spx.compile tells whether a step ran one).
+        self.backwards = 0
         # The active spx.autocast region's policy (casts the inputs of listed operations),
         # and the thread's stack of regions it is chosen from (spx.amp.autocast_mode).
         self.autocast: Any = None

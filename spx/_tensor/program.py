@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from spx._tensor.graph import LEAF, Node, Storage, take_pending
+from spx._tensor.graph import LEAF, NO_GRADIENT, STATE, Node, Storage, take_pending
 
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -205,6 +205,8 @@ class _Walk:
                 continue
             if node.freed and (grad or node.values is None):
                 raise RuntimeError(BACKWARD_TWICE)
+            if grad and node.fn is NO_GRADIENT:
+                raise RuntimeError(node.static[0])
             if self.record and node.fn is LEAF:
                 slot = self._input(None, (id(node), 0), (node, 0))
                 if grad and self.cuts is None:
@@ -445,6 +447,8 @@ def run(
         ``(grads, diffs)``: the gradients, and for each the LEAF node, position in ``cuts`` or
         :class:`Retained`.
     """
+    if roots:
+        STATE.backwards += 1
     walk = _Walk(cuts, retained if roots else None, stops if roots else None)
     for node, _ in roots:
         if node.freed:
@@ -541,6 +545,7 @@ def record_backward(
         ``(node, diffs)``: the node (None when nothing is differentiated) and, per output, the
         LEAF node or position in ``cuts`` it is the gradient of.
     """
+    STATE.backwards += 1
     walk = _Walk(cuts, record=True)
     for node, _ in roots:
         if node.freed:

@@ -40,6 +40,7 @@ from spx import _transforms, _user_code
 from spx._tensor import graph
 from spx._tensor import program as recorded
 from spx._tensor.grad_mode import no_grad
+from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile import diagnostics, sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
@@ -122,6 +123,24 @@ class _Program:
     def __call__(self, live: list[Any], const: list[Any], hparams: list[Any], dyn: list[Any]):
         d = self.donated
         return self.jitted(live[:d], live[d:], const, hparams, dyn)
+
+
+_NO_GRADIENT_OUT = (
+    "backward() reached a result of spx.compile({name}), a compiled forward: its results "
+    "carry no gradient out of the program, so the parameters would get none. Compile the "
+    "whole training step (forward, loss.backward(), optimizer.step()) instead, or compile "
+    "the module: spx.compile(model) returns torch's OptimizedModule, whose outputs "
+    "backpropagate."
+)
+
+
+def _no_gradient(x: Any, message: str) -> Any:
+    """A result of a compiled forward: requires grad as in torch; backward through it raises."""
+    if not isinstance(x, Tensor) or not jnp.issubdtype(x.dtype, jnp.inexact):
+        return x
+    value = x._value()
+    node = Node(NO_GRADIENT, (message,), ((value_node(value), 0),), (value.aval,), (value,), True)
+    return Tensor._wrap(node, 0)
 
 
 def _slot_leaf_counts(flat_state: list[Any]) -> list[int]:
@@ -331,6 +350,7 @@ class CompiledFunction:
                     self._note_signature(
                         kinds, call_leaves, args, kwargs, dyn, live_state, const_state
                     )
+                backwards_before = graph.STATE.backwards
                 try:
                     with _transforms.binding():
                         out = fn(*args, **kwargs)
@@ -340,6 +360,10 @@ class CompiledFunction:
                         raise
                     raise clearer from None
                 flat_out = binding.read_flat()
+                history = any(
+                    isinstance(x, Tensor) and x._cur().node.requires_grad
+                    for x in jax.tree_util.tree_leaves(out, is_leaf=_is_tensor)
+                )
                 # Returned tensors that are state (``return model.weight.grad``) are the same
                 # objects the restore below writes the old values back into: take their traced
                 # values now, or the program would return the state from before the step.
@@ -359,6 +383,16 @@ class CompiledFunction:
                     for i, (a, b) in enumerate(zip(flat_in, flat_out, strict=True))
                     if not same_slot(a, b)
                 )
+                n_p = len(binding.params)
+                if (
+                    history
+                    and graph.STATE.backwards == backwards_before
+                    and not any(n_p <= i < 2 * n_p for i in record["changed"])
+                ):
+                    # A forward whose results someone may differentiate outside: they carry
+                    # no gradient out of the program, so a backward reaching them raises.
+                    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn")
+                    record["no_gradient"] = _NO_GRADIENT_OUT.format(name=name)
                 record["args_written"] = tuple(
                     i
                     for i, (x, s) in enumerate(zip(dyn, storages, strict=True))
@@ -409,8 +443,10 @@ class CompiledFunction:
         constant = tuple(i for i in range(len(flat_state)) if i not in changed_set)
         in_shared = sharing.find_shared([flat_state[i] for i in live])
         written = record["args_written"]
+        no_gradient = record.get("no_gradient")
         layout = (mutable, live, constant, dead, in_shared, written)
         pure, record = self._pure(plan, leaves, layout)
+        record["no_gradient"] = no_gradient
         jitted = jax.jit(pure, donate_argnums=(0,) if self.donate else ())
         self.trace_count += 1
         # Lazy parameters materialized in this trace change the structure: a program keyed on
@@ -513,6 +549,11 @@ class CompiledFunction:
                 sharing.strip(live, program.in_shared), const, hparams, dyn
             )
         sharing.restore(new_values, program.record["out_shared"])
+        message = program.record["no_gradient"]
+        if message is not None and graph.STATE.grad_enabled:
+            out = jax.tree_util.tree_map(
+                lambda x: _no_gradient(x, message), out, is_leaf=_is_tensor
+            )
         write(new_values)
         if written:
             _write_arguments(dyn, program.args_written, written)
@@ -567,7 +608,17 @@ def _numeric(tree: Any) -> bool:
     )
 
 
-def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any:
+def compile(
+    fn: Callable[..., Any] | None = None,
+    *,
+    donate: bool = True,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: Any = "inductor",
+    mode: str | None = None,
+    options: dict | None = None,
+    disable: bool = False,
+) -> Any:
     """Compile a torch-style step (forward, backward, optimizer update) into one program.
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,
@@ -597,12 +648,20 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
     and saves a few microseconds per parameter (what a raw ``jax.jit`` step that returns only
     parameters and optimizer state saves too).
 
+    A function that returns results with autograd history without running a backward
+    itself (a forward to be differentiated outside) raises: its outputs would carry no
+    gradient. Compile the whole step, or the module: ``spx.compile(model)`` returns torch's
+    ``OptimizedModule`` wrapper (:mod:`spx.compile.module`), whose outputs backpropagate.
+
     Args:
-        fn: the step function.
+        fn: the step function, or a Module (see above).
         donate: donate the replaced state buffers to XLA (default). Tensors keep working as in
             torch (``model.fc.weight.data`` and ``state_dict()`` values show the new values,
             values recorded before the call are computed first); raw ``jax.Array`` values taken
             out of a parameter (``jnp.asarray(w.detach())``) are deleted by the call.
+        fullgraph, dynamic, backend, mode, options: torch's options, accepted; XLA compiles
+            every program whole, for the shapes it is called with (a new shape recompiles).
+        disable: return ``fn`` itself (torch's switch for debugging).
 
     Returns:
         A callable with the same signature; ``.trace_count`` tells how many programs were
@@ -622,7 +681,13 @@ def compile(fn: Callable[..., Any] | None = None, *, donate: bool = True) -> Any
         >>> loss = step(model, opt, spx.ones(4, 3))
     """
     if fn is None:
-        return functools.partial(compile, donate=donate)
+        return functools.partial(compile, donate=donate, disable=disable)
     if not callable(fn):
-        raise TypeError(f"spx.compile expects a function, got {type(fn).__name__}")
+        raise TypeError(f"spx.compile expects a function or a Module, got {type(fn).__name__}")
+    if disable:
+        return fn
+    if isinstance(fn, Module):
+        from spx.compile.module import OptimizedModule
+
+        return OptimizedModule(fn)
     return CompiledFunction(fn, donate=donate)
