@@ -10,6 +10,11 @@ Rules (chosen so that a ported torch script picks the device it meant):
   multi-process job (one device per process), N == ``LOCAL_RANK`` is the rank's own device.
 * ``"cuda"`` without an index after ``spx.cuda.set_device(N)`` is ``"cuda:N"``.
 * A ``jax.Device`` is returned as it is.
+
+JAX devices get torch's two fields, so that device-generic code ports: ``device.type``
+(``"cpu"``, or ``"cuda"`` for a GPU, ``"tpu"``) and ``device.index`` (None on CPU, as torch's
+CPU tensors; else the index among the process's local devices of that platform, which
+``spx.device(f"cuda:{index}")`` resolves back to the same device).
 """
 
 from __future__ import annotations
@@ -19,6 +24,25 @@ import functools
 import jax
 
 from spx import _context
+
+
+def _torch_type(d: jax.Device) -> str:
+    return "cuda" if d.platform == "gpu" else d.platform
+
+
+def _torch_index(d: jax.Device) -> int | None:
+    if d.platform == "cpu":
+        return None  # torch's CPU tensors have device("cpu"), index None
+    if d.process_index != jax.process_index():
+        return d.id
+    return jax.local_devices(backend=d.platform).index(d)
+
+
+# torch's device fields on JAX's device class (absent there; checked so a JAX that adds
+# fields of these names keeps its own).
+for _name, _getter in (("type", _torch_type), ("index", _torch_index)):
+    if not hasattr(jax.Device, _name):
+        setattr(jax.Device, _name, property(_getter))
 
 
 @functools.cache
