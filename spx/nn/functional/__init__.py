@@ -28,6 +28,7 @@ from spx.nn.functional import distance as _distance
 from spx.nn.functional import dropout as _dropout
 from spx.nn.functional import linear as _linear
 from spx.nn.functional import loss as _loss
+from spx.nn.functional import margin_loss as _margin_loss
 from spx.nn.functional import normalization as _normalization
 from spx.nn.functional import pad as _pad
 from spx.nn.functional import pooling as _pooling
@@ -243,10 +244,65 @@ margin_ranking_loss = _recorded(_loss.margin_ranking_loss)
 mse_loss = _recorded(_loss.mse_loss)
 smooth_l1_loss = _recorded(_loss.smooth_l1_loss)
 soft_margin_loss = _recorded(_loss.soft_margin_loss)
+cosine_embedding_loss = _recorded(_margin_loss.cosine_embedding_loss)
+gaussian_nll_loss = _recorded(_margin_loss.gaussian_nll_loss)
+hinge_embedding_loss = _recorded(_margin_loss.hinge_embedding_loss)
+multi_margin_loss = _recorded(_margin_loss.multi_margin_loss)
+multilabel_margin_loss = _recorded(_margin_loss.multilabel_margin_loss)
+multilabel_soft_margin_loss = _recorded(_margin_loss.multilabel_soft_margin_loss)
+poisson_nll_loss = _recorded(_margin_loss.poisson_nll_loss)
+triplet_margin_loss = _recorded(_margin_loss.triplet_margin_loss)
+_triplet_from_distances = _recorded(_margin_loss.triplet_from_distances)
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Any,
+    positive: Any,
+    negative: Any,
+    *,
+    distance_function: Callable[[Any, Any], Any] | None = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Any:
+    """``max(0, margin + d(a, pos) - d(a, neg))`` with any distance (torch's version).
+
+    ``distance_function`` is called on the Tensors themselves (it may be any spx code, e.g. a
+    lambda over ``F.cosine_similarity``); the default is :func:`pairwise_distance`.
+
+    Args:
+        anchor, positive, negative: ``(N, D)`` or ``(D,)``, all of the same rank.
+        distance_function: ``(x1, x2) -> (N,)`` distances; None is the Euclidean distance.
+        margin: a positive margin.
+        swap: use ``min(d(a, neg), d(pos, neg))`` as the negative distance.
+        reduction: ``"none"`` | ``"mean"`` | ``"sum"``.
+
+    Example:
+        >>> a = spx.zeros(2, 3)
+        >>> F.triplet_margin_with_distance_loss(a, a, a + 1, margin=2.0)  # 2 - sqrt(3)
+    """
+    if margin <= 0:
+        raise ValueError(
+            f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}"
+        )
+    shapes = [tuple(getattr(x, "shape", ())) for x in (anchor, positive, negative)]
+    if len({len(s) for s in shapes}) != 1 or len(shapes[0]) not in (1, 2):
+        raise RuntimeError(
+            "triplet_margin_with_distance_loss: anchor, positive and negative must all be 1-D "
+            f"or all be 2-D, got shapes {shapes}"
+        )
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    d_swap = dist(positive, negative) if swap else None
+    return _triplet_from_distances(d_pos, d_neg, d_swap, margin, reduction)
+
+
 batch_norm_with_stats = _recorded(_normalization.batch_norm_with_stats)
 group_norm = _recorded(_normalization.group_norm)
 instance_norm = _recorded(_normalization.instance_norm)
 layer_norm = _recorded(_normalization.layer_norm)
+local_response_norm = _recorded(_normalization.local_response_norm)
 normalize = _recorded(_normalization.normalize)
 rms_norm = _recorded(_normalization.rms_norm)
 pad = _recorded(_pad.pad)
@@ -255,12 +311,16 @@ adaptive_avg_pool2d = _recorded(_pooling.adaptive_avg_pool2d)
 adaptive_avg_pool3d = _recorded(_pooling.adaptive_avg_pool3d)
 adaptive_max_pool1d = _recorded(_pooling.adaptive_max_pool1d)
 adaptive_max_pool2d = _recorded(_pooling.adaptive_max_pool2d)
+adaptive_max_pool3d = _recorded(_pooling.adaptive_max_pool3d)
 avg_pool1d = _recorded(_pooling.avg_pool1d)
 avg_pool2d = _recorded(_pooling.avg_pool2d)
 avg_pool3d = _recorded(_pooling.avg_pool3d)
 max_pool1d = _recorded(_pooling.max_pool1d)
 max_pool2d = _recorded(_pooling.max_pool2d)
 max_pool3d = _recorded(_pooling.max_pool3d)
+lp_pool1d = _recorded(_pooling.lp_pool1d)
+lp_pool2d = _recorded(_pooling.lp_pool2d)
+lp_pool3d = _recorded(_pooling.lp_pool3d)
 flatten = _recorded(_shape.flatten)
 pixel_shuffle = _recorded(_shape.pixel_shuffle)
 pixel_unshuffle = _recorded(_shape.pixel_unshuffle)
@@ -300,3 +360,17 @@ multi_head_attention_forward = _keyed(
     _attention.multi_head_attention_forward, "dropout_key", _mha_drops
 )
 gumbel_softmax = _keyed(_activation.gumbel_softmax, "key", _always)
+
+from spx.nn.functional import fold as _fold  # noqa: E402
+
+fold = _recorded(_fold.fold)
+unfold = _recorded(_fold.unfold)
+
+from spx.nn.functional import grid_sample as _grid_sample  # noqa: E402
+
+affine_grid = _recorded(_grid_sample.affine_grid)
+grid_sample = _recorded(_grid_sample.grid_sample)
+
+from spx.nn.functional import channel_shuffle as _channel_shuffle  # noqa: E402
+
+channel_shuffle = _recorded(_channel_shuffle.channel_shuffle)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spx.nn.functional._utils import vector_norm
 
@@ -337,3 +338,40 @@ def normalize(
     x = jnp.asarray(input)
     norm = vector_norm(x, p, dim)
     return x / jnp.maximum(norm, eps)
+
+
+def local_response_norm(
+    input: Array, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Array:
+    """Normalize by the activity of neighbouring channels (mirrors ``torch...local_response_norm``).
+
+    ``y = x / (k + alpha * mean_window(x^2)) ** beta``, the mean over ``size`` channels centred
+    on each (zero-padded by ``size // 2`` before and ``(size - 1) // 2`` after, the padding
+    counted in the mean), as torch computes it.
+
+    Args:
+        input: ``(N, C, *)`` with at least one spatial dim.
+        size: number of neighbouring channels.
+        alpha, beta, k: the scale, exponent and additive constant.
+
+    Example:
+        >>> F.local_response_norm(jnp.ones((1, 4, 3)), 2).shape  # (1, 4, 3)
+    """
+    x = jnp.asarray(input)
+    if x.ndim < 3:
+        raise ValueError(
+            f"local_response_norm: expected 3D or higher dimensionality input (got {x.ndim} "
+            "dimensions)"
+        )
+    if x.size == 0:
+        return x
+    sq = jnp.square(x)
+    pads = [(0, 0)] * x.ndim
+    pads[1] = (size // 2, (size - 1) // 2)
+    window = [1] * x.ndim
+    window[1] = size
+    summed = jax.lax.reduce_window(
+        jnp.pad(sq, pads), np.zeros((), x.dtype), jax.lax.add, window, (1,) * x.ndim, "VALID"
+    )
+    div = (summed / size * alpha + k) ** beta
+    return x / div

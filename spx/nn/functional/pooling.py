@@ -464,3 +464,106 @@ def adaptive_max_pool2d(
     if return_indices:
         raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported")
     return _adaptive_pool(input, output_size, 2, "max", "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(
+    input: Array, output_size: _Size | None, return_indices: bool = False
+) -> Array:
+    """Max-pool to a fixed ``(D_out, H_out, W_out)`` (mirrors torch's 3-D variant).
+
+    Args:
+        input: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+        output_size: int or a triple; a None entry keeps that input size.
+        return_indices: unsupported (NotImplementedError).
+
+    Example:
+        >>> F.adaptive_max_pool3d(jnp.ones((1, 2, 4, 5, 6)), 2).shape  # (1, 2, 2, 2, 2)
+    """
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool3d: return_indices=True is not supported")
+    return _adaptive_pool(input, output_size, 3, "max", "adaptive_max_pool3d")
+
+
+def _lp_pool(
+    input: Array,
+    norm_type: float,
+    kernel_size: _Size,
+    stride: _Size | None,
+    ceil_mode: bool,
+    nd: int,
+    name: str,
+) -> Array:
+    x = jnp.asarray(input)
+    if norm_type == float("inf"):
+        return _max_pool(jnp.abs(x), kernel_size, stride, 0, 1, ceil_mode, False, nd, name)
+    if norm_type == -float("inf"):
+        return -_max_pool(-jnp.abs(x), kernel_size, stride, 0, 1, ceil_mode, False, nd, name)
+    if norm_type == 0:
+        raise ValueError(f"{name}: norm_type must be non-zero (the output is a 1/p power)")
+    ks = ntuple(kernel_size, nd, f"{name}: kernel_size")
+    # torch: avg_pool(x^p) * prod(k), clamped at 0, to the power 1/p (so clipped ceil_mode
+    # windows use the average pool's shrunken divisor, exactly as torch).
+    out = _avg_pool(x**norm_type, ks, stride, 0, ceil_mode, True, None, nd, name)
+    out = jax.nn.relu(out) * float(np.prod(ks))
+    # torch documents a zero gradient where the window's sum is zero (the root's is infinite).
+    positive = out > 0
+    return jnp.where(positive, jnp.where(positive, out, 1) ** (1.0 / norm_type), 0)
+
+
+def lp_pool1d(
+    input: Array,
+    norm_type: float,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    ceil_mode: bool = False,
+) -> Array:
+    """1-D power-average pooling ``(sum x^p)^(1/p)`` (mirrors ``torch...lp_pool1d``).
+
+    Args:
+        input: ``(N, C, L)`` or ``(C, L)``.
+        norm_type: the power ``p``; ``inf`` is max pooling of ``|x|``.
+        kernel_size: int or 1-tuple.
+        stride: defaults to ``kernel_size``.
+        ceil_mode: round the output length up.
+
+    Example:
+        >>> F.lp_pool1d(jnp.ones((1, 1, 4)), 2, 2)  # [[[1.4142, 1.4142]]]
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d")
+
+
+def lp_pool2d(
+    input: Array,
+    norm_type: float,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    ceil_mode: bool = False,
+) -> Array:
+    """2-D power-average pooling (mirrors ``torch.nn.functional.lp_pool2d``).
+
+    Args:
+        input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        norm_type: the power ``p``; ``inf`` is max pooling of ``|x|``.
+        kernel_size: int or ``(kH, kW)``.
+        stride: defaults to ``kernel_size``.
+        ceil_mode: round output sizes up.
+
+    Example:
+        >>> F.lp_pool2d(jnp.ones((1, 1, 4, 4)), 1, 2)  # window sums: all 4.0
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d")
+
+
+def lp_pool3d(
+    input: Array,
+    norm_type: float,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    ceil_mode: bool = False,
+) -> Array:
+    """3-D power-average pooling (mirrors ``torch.nn.functional.lp_pool3d``).
+
+    Example:
+        >>> F.lp_pool3d(jnp.ones((1, 1, 4, 4, 4)), 2, 2).shape  # (1, 1, 2, 2, 2)
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d")

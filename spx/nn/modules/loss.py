@@ -16,7 +16,7 @@ import jax
 
 from spx import _validate
 from spx.nn import functional as F
-from spx.nn.functional._utils import legacy_reduction
+from spx.nn.functional._utils import check_reduction, legacy_reduction
 from spx.nn.module import Module
 
 
@@ -307,4 +307,147 @@ class BCEWithLogitsLoss(_Loss):
             weight=self.weight,
             reduction=self.reduction,
             pos_weight=self.pos_weight,
+        )
+
+
+class HuberLoss(_Loss):
+    """Quadratic below ``delta``, linear above (mirrors ``torch.nn.HuberLoss``).
+
+    Per element ``0.5 * d**2`` if ``|d| < delta`` else ``delta * (|d| - 0.5 * delta)``.
+
+    Args:
+        reduction: ``'none'``, ``'mean'`` or ``'sum'``.
+        delta: the positive switch point.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> float(nn.HuberLoss(delta=2.0)(jnp.array([0.5, 3.0]), jnp.zeros(2)))
+        2.0625
+    """
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        _validate.as_float(delta, "delta", "HuberLoss")
+        if delta <= 0:
+            raise ValueError(f"HuberLoss: delta must be positive, got {delta}")
+        self.delta = delta
+
+    def forward(self, input: jax.Array, target: jax.Array) -> jax.Array:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities (mirrors ``torch.nn.KLDivLoss``).
+
+    Per element ``target * (log target - input)`` (``exp(t) * (t - input)`` with
+    ``log_target``). Use ``reduction='batchmean'`` for the true KL divergence; ``'mean'``
+    also divides by the support size, with torch's warning.
+
+    Args:
+        size_average, reduce: deprecated; use ``reduction``.
+        reduction: ``'none'``, ``'batchmean'``, ``'mean'`` or ``'sum'``.
+        log_target: whether ``target`` is given as log-probabilities.
+
+    Shapes:
+        input ``(*)`` log-probabilities, target ``(*)`` -> a scalar, or ``(*)`` with 'none'.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from spx import nn
+        >>> logp = jax.nn.log_softmax(jnp.zeros((2, 4)))
+        >>> float(nn.KLDivLoss(reduction="batchmean", log_target=True)(logp, logp))
+        0.0
+    """
+
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        log_target: bool = False,
+    ) -> None:
+        if size_average is None and reduce is None:
+            # 'batchmean' is KL's own; _Loss checks the three common ones.
+            Module.__init__(self)
+            check_reduction(reduction, ("none", "mean", "batchmean", "sum"))
+            self.reduction = reduction
+        else:
+            super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: jax.Array, target: jax.Array) -> jax.Array:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class PoissonNLLLoss(_Loss):
+    """Poisson negative log likelihood (mirrors ``torch.nn.PoissonNLLLoss``).
+
+    ``exp(input) - target * input`` with ``log_input``, else ``input - target * log(input +
+    eps)``; ``full`` adds Stirling's approximation of ``log(target!)`` where ``target > 1``.
+
+    Args:
+        log_input: whether the input is the log-rate.
+        full: add the Stirling term.
+        size_average, reduce: deprecated; use ``reduction``.
+        eps: keeps the log finite when ``log_input=False``.
+        reduction: ``'none'``, ``'mean'`` or ``'sum'``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> float(nn.PoissonNLLLoss()(jnp.zeros(2), jnp.ones(2)))
+        1.0
+    """
+
+    def __init__(
+        self,
+        log_input: bool = True,
+        full: bool = False,
+        size_average: bool | None = None,
+        eps: float = 1e-8,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input: jax.Array, target: jax.Array) -> jax.Array:
+        return F.poisson_nll_loss(
+            log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
+            reduction=self.reduction,
+        )  # fmt: skip
+
+
+class GaussianNLLLoss(_Loss):
+    """Gaussian negative log likelihood (mirrors ``torch.nn.GaussianNLLLoss``).
+
+    ``0.5 * (log(var) + (input - target)**2 / var)`` with ``var`` clamped at ``eps`` (the
+    gradient passes the clamp, as in torch); ``full`` adds ``0.5 * log(2 * pi)``.
+
+    Args:
+        full: include the constant term.
+        eps: the clamp of ``var``.
+        reduction: ``'none'``, ``'mean'`` or ``'sum'``.
+
+    Shapes:
+        input ``(N, *)``, target like input, var like input or with the last dim 1 or dropped.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> float(nn.GaussianNLLLoss()(jnp.zeros(3), jnp.zeros(3), jnp.ones(3)))
+        0.0
+    """
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input: jax.Array, target: jax.Array, var: jax.Array) -> jax.Array:
+        return F.gaussian_nll_loss(
+            input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
         )

@@ -252,3 +252,38 @@ class GroupNorm(Module):
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LocalResponseNorm(Module):
+    """Local response normalization across channels (mirrors ``torch.nn.LocalResponseNorm``).
+
+    ``y = x / (k + alpha / size * sum_window(x^2)) ** beta`` over ``size`` neighbouring channels.
+
+    Args:
+        size: number of neighbouring channels to normalize over.
+        alpha: multiplicative factor.
+        beta: exponent.
+        k: additive factor.
+
+    Shapes:
+        input ``(N, C, *)`` (at least 3-D) -> same shape.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.LocalResponseNorm(2)(jnp.ones((1, 4, 5, 5))).shape
+        spx.Size([1, 4, 5, 5])
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = _validate.as_int(size, "size", "LocalResponseNorm", minimum=1)
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,0 +1,153 @@
+"""Instance normalization: ``InstanceNorm1d``, ``InstanceNorm2d``, ``InstanceNorm3d``.
+
+Each (sample, channel) plane is normalized over its own spatial dims. Parameters and buffers
+have torch's names, order and shapes (they share :class:`~spx.nn.modules.batchnorm._BatchNorm`'s
+construction), with torch's instance-norm defaults ``affine=False`` and
+``track_running_stats=False``. With ``track_running_stats=True`` a training forward updates
+``running_mean``/``running_var`` in place as torch does: by the batch average of the
+per-instance mean and *unbiased* variance (``num_batches_tracked`` is not incremented, as in
+torch); eval then normalizes with them.
+
+See https://pytorch.org/docs/stable/generated/torch.nn.InstanceNorm2d.html
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spx import _user_code
+from spx._tensor.grad_mode import no_grad
+from spx._tensor.tensor import Tensor
+from spx.nn import functional as F
+from spx.nn.modules.batchnorm import _BatchNorm
+from spx.ops.creation import as_tensor
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared implementation; subclasses set ``_nd`` (the number of spatial dims)."""
+
+    _nd = 0
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        name, nd = type(self).__name__, self._nd
+        if input.ndim not in (nd + 1, nd + 2):
+            raise ValueError(
+                f"{name}: expected {nd + 1}D or {nd + 2}D input (got {input.ndim}D input)"
+            )
+        channels = input.shape[-nd - 1]
+        if channels != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"{name}: expected input's size at dim={input.ndim - nd - 1} to match "
+                    f"num_features ({self.num_features}), but got: {channels}."
+                )
+            _user_code.warn(
+                f"{name}: input's size at dim={input.ndim - nd - 1} ({channels}) does not match "
+                f"num_features ({self.num_features}); it is ignored since affine=False",
+                UserWarning,
+            )
+        if input.ndim == nd + 1:
+            return self._normalize(input[None])[0]
+        return self._normalize(input)
+
+    def _normalize(self, x: Tensor) -> Tensor:
+        use_input_stats = self.training or not self.track_running_stats
+        if use_input_stats and self.running_mean is not None and self.training:
+            self._update_running_stats(x)
+        return F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            0.0 if self.momentum is None else self.momentum,
+            self.eps,
+        )
+
+    def _update_running_stats(self, x: Tensor) -> None:
+        # torch: each instance's mean and unbiased variance, averaged over the batch, are
+        # blended into the running statistics with `momentum` (0 when momentum is None).
+        momentum = 0.0 if self.momentum is None else self.momentum
+        dims = tuple(range(2, x.ndim))
+        with no_grad():
+            xd = (x.detach() if isinstance(x, Tensor) else as_tensor(x)).float()
+            mean = xd.mean(dim=dims).mean(0)
+            var = xd.var(dim=dims, unbiased=True).mean(0)
+            for old, new in ((self.running_mean, mean), (self.running_var, var)):
+                old.copy_(old * (1 - momentum) + new.to(old.dtype) * momentum)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization over ``(N, C, L)`` input (mirrors ``torch.nn.InstanceNorm1d``).
+
+    Args:
+        num_features: channels ``C``.
+        eps: added to the variance.
+        momentum: running-statistics momentum (None: the statistics are not moved).
+        affine: learn per-channel ``weight`` (ones) and ``bias`` (zeros); default False.
+        track_running_stats: keep running statistics for eval; default False.
+        device: optional device spec.
+        dtype: parameter/buffer dtype (default float32).
+        bias: learn ``bias`` (only with ``affine``; keyword-only, as in torch).
+
+    Shapes:
+        ``(N, C, L)`` or ``(C, L)`` -> same.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.InstanceNorm1d(3)(jnp.arange(24.0).reshape(2, 3, 4)).shape
+        spx.Size([2, 3, 4])
+    """
+
+    _nd = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization over ``(N, C, H, W)`` input (mirrors ``torch.nn.InstanceNorm2d``).
+
+    Args: as :class:`InstanceNorm1d`.
+
+    Shapes:
+        ``(N, C, H, W)`` or ``(C, H, W)`` -> same.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.InstanceNorm2d(3, affine=True)(jnp.ones((2, 3, 4, 4))).shape
+        spx.Size([2, 3, 4, 4])
+    """
+
+    _nd = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization over ``(N, C, D, H, W)`` input (mirrors ``nn.InstanceNorm3d``).
+
+    Args: as :class:`InstanceNorm1d`.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.InstanceNorm3d(2)(jnp.ones((1, 2, 3, 3, 3))).shape
+        spx.Size([1, 2, 3, 3, 3])
+    """
+
+    _nd = 3
