@@ -23,7 +23,9 @@ def test_compiled_module_trains_like_torch_and_keeps_its_interface():
     t, s = _models()
     cm = spx.compile(s, mode="max-autotune", fullgraph=True, dynamic=False)
     assert isinstance(cm, spx.nn.Module) and cm._orig_mod is s
-    assert list(cm.state_dict()) == list(torch.compile(t).state_dict())
+    # torch's OptimizedModule keys (not built here: importing torch.compile's machinery
+    # switches torch.distributions' argument validation off for the whole process)
+    assert list(cm.state_dict()) == ["_orig_mod." + k for k in t.state_dict()]
     assert cm.training and not cm.eval().training and not s.training
     cm.train()
     topt = torch.optim.Adam(t.parameters(), lr=1e-2)
