@@ -38,6 +38,12 @@ def _checked(other: Any) -> bool:
 # per signature, so a well-shaped call pays nothing for them; a bad one raises torch's error.
 def _matmul(x: Any, y: Any) -> Any:
     _matmul_shapes(x.shape, y.shape)
+    if x.ndim > 2 and y.ndim == 2:
+        # One GEMM over the flattened leading dims (see spx.nn.functional.linear for why: XLA's
+        # CPU gradient of a multi-dim contraction is much slower). The reshapes are free.
+        return jnp.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(
+            *x.shape[:-1], y.shape[-1]
+        )
     return jnp.matmul(x, y)
 
 

@@ -9,6 +9,8 @@ See https://pytorch.org/docs/stable/generated/torch.nn.functional.linear.html
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -43,7 +45,17 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
             f"linear: input's last dim must equal in_features={w.shape[-1]} "
             f"(weight shape {w.shape}), got input shape {x.shape}"
         )
-    y = jax.lax.dot_general(x, w, (((x.ndim - 1,), (w.ndim - 1,)), ((), ())))
+    if x.ndim > 2 and w.ndim == 2:
+        # One GEMM over the flattened leading dims, as torch's linear does: XLA's CPU backend
+        # computes the weight's gradient of a dot with several batch-like dims as a much slower
+        # multi-dim contraction (2.9 vs 4.4 ms for (32, 32, 128) x (512, 128), a 4-block MLP's
+        # step 34 vs 44 ms; tools/_compute_floor.py). The reshapes are free.
+        y = jax.lax.dot_general(
+            x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), w, (((1,), (1,)), ((), ()))
+        )
+        y = y.reshape(*x.shape[:-1], w.shape[0])
+    else:
+        y = jax.lax.dot_general(x, w, (((x.ndim - 1,), (w.ndim - 1,)), ((), ())))
     if bias is not None:
         y = y + jnp.asarray(bias)
     return y
