@@ -350,7 +350,11 @@ class Tensor(
         if self._grad is not None:
             out._grad = self._grad.__deepcopy__(memo)
         out.__dict__.update(
-            {k: v for k, v in self.__dict__.items() if k not in ("_leafnode", "_grad_hooks")}
+            {
+                k: v
+                for k, v in self.__dict__.items()
+                if k not in ("_leafnode", "_grad_hooks", "_post_accumulate_grad_hooks")
+            }
         )
         return out
 

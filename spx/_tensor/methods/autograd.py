@@ -218,6 +218,39 @@ class AutogradMethods:
         hooks.append(hook)
         return _Handle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Any], Any]) -> Any:
+        """Call ``hook(tensor)`` after each backward has accumulated into this leaf's ``.grad``.
+
+        torch's optimizer-in-backward idiom (a per-parameter ``optimizer.step()`` in the hook).
+        As in torch: only on leaves that require grad; the hook gets the tensor itself, may
+        modify it and its ``.grad`` in place, and runs under ``no_grad`` (unless the backward
+        has ``create_graph=True``). ``autograd.grad`` accumulates nothing and runs none. spx
+        calls the hooks once the backward has given every leaf its gradient, in the order the
+        leaves were reached.
+
+        Example:
+            >>> import spx
+            >>> v = spx.zeros(3, requires_grad=True)
+            >>> h = v.register_post_accumulate_grad_hook(lambda p: p.add_(p.grad, alpha=-0.01))
+            >>> v.backward(spx.tensor([1.0, 2.0, 3.0]))
+            >>> [round(x, 4) for x in v.tolist()]
+            [-0.01, -0.02, -0.03]
+            >>> h.remove()
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not self.is_leaf:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if not callable(hook):
+            raise TypeError(
+                f"register_post_accumulate_grad_hook expects a callable, got {type(hook).__name__}"
+            )
+        hooks = self.__dict__.setdefault("_post_accumulate_grad_hooks", [])
+        hooks.append(hook)
+        return _Handle(hooks, hook)
+
 
 class _Handle:
     """``handle.remove()`` unregisters a hook (torch's RemovableHandle)."""
