@@ -155,7 +155,9 @@ def _init_raw(cfg: GPTConfig) -> dict[str, jax.Array]:
 
 def _raw_forward(params: dict, idx: jax.Array, cfg: GPTConfig) -> jax.Array:
     def linear(p, x):
-        y = x @ p["weight"].T
+        # One 2-D GEMM over the flattened leading dims, as spx's and torch's linear: XLA's CPU
+        # gradient of the 3-D form is much slower (see spx.nn.functional.linear).
+        y = (x.reshape(-1, x.shape[-1]) @ p["weight"].T).reshape(*x.shape[:-1], -1)
         return y + p["bias"] if "bias" in p else y
 
     def layer_norm(p, x):
