@@ -10,12 +10,14 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.indexing` — ``where``, ``gather``, ``scatter``, ``index_select``, ``searchsorted``, ...
 * :mod:`.linalg` — ``matmul``, ``bmm``, ``einsum``, ``outer``, ``cdist``, ...
 * :mod:`.sampling` — ``multinomial``, ``normal``, ``bernoulli``, ``poisson``
+* :mod:`.complex_numbers` — ``complex``, ``polar``, ``view_as_complex``, ``view_as_real``
 * :mod:`.types` — ``dtype``, ``get_default_dtype``, ``finfo``, ``promote_types``, ...
 
 Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`._args`).
 """
 
 from spx.ops import comparison as comparison
+from spx.ops import complex_numbers as complex_numbers
 from spx.ops import creation as creation
 from spx.ops import indexing as indexing
 from spx.ops import linalg as linalg
@@ -25,6 +27,7 @@ from spx.ops import sampling as sampling
 from spx.ops import shape as shape
 from spx.ops import types as types
 from spx.ops.comparison import *  # noqa: F403
+from spx.ops.complex_numbers import *  # noqa: F403
 from spx.ops.creation import *  # noqa: F403
 from spx.ops.indexing import *  # noqa: F403
 from spx.ops.linalg import *  # noqa: F403
@@ -36,6 +39,7 @@ from spx.ops.types import *  # noqa: F403
 
 __all__ = [
     *comparison.__all__,
+    *complex_numbers.__all__,
     *creation.__all__,
     *indexing.__all__,
     *linalg.__all__,

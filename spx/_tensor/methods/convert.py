@@ -279,6 +279,30 @@ class ConvertMethods:
     def double(self, memory_format: Any = None) -> Any:
         return self.to(jnp.float64)
 
+    def cfloat(self, memory_format: Any = None) -> Any:
+        """``self`` as complex64 (a real tensor gets zero imaginary parts; mirrors torch).
+
+        Example:
+            >>> import spx
+            >>> spx.tensor([1.0, -2.0]).cfloat().tolist()
+            [(1+0j), (-2+0j)]
+        """
+        return self.to(jnp.complex64)
+
+    def cdouble(self, memory_format: Any = None) -> Any:
+        """``self`` as complex128, which JAX computes as complex64 unless ``jax_enable_x64``
+        is on: the same narrowing as ``double()`` (float64 -> float32), for the same reason.
+
+        torch has ``chalf()`` (complex32) too; JAX has no complex type narrower than
+        complex64, so spx has no ``chalf()``: use ``cfloat()``.
+
+        Example:
+            >>> import spx
+            >>> spx.tensor([1.0]).cdouble().dtype == spx.complex64  # x64 off
+            True
+        """
+        return self.to(jnp.complex128)
+
     def half(self, memory_format: Any = None) -> Any:
         return self.to(jnp.float16)
 
