@@ -7,7 +7,8 @@ Each name is the ``numpy.dtype`` object a Tensor's ``.dtype`` returns, and ``spx
 tensor's dtype by ``==`` but not by ``is``, hash or isinstance.)
 
 64-bit types need ``jax.config.update("jax_enable_x64", True)``; without it JAX computes in
-32 bits, so ``spx.long`` arrays are created as int32 (as every JAX array is by default).
+32 bits, so ``spx.long`` arrays are created as int32 and ``spx.cdouble`` ones as complex64
+(as every JAX array is by default).
 
 Example:
     >>> import spx
@@ -28,9 +29,11 @@ int16 = short = np.dtype(jnp.int16)
 int32 = int = np.dtype(jnp.int32)
 int64 = long = np.dtype(jnp.int64)
 bool = np.dtype(jnp.bool_)
-complex64 = np.dtype(jnp.complex64)
+complex64 = cfloat = np.dtype(jnp.complex64)
+complex128 = cdouble = np.dtype(jnp.complex128)
 
 __all__ = [
-    "bfloat16", "bool", "complex64", "double", "float", "float16", "float32", "float64",
-    "half", "int", "int8", "int16", "int32", "int64", "long", "short", "uint8",
+    "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128", "double", "float",
+    "float16", "float32", "float64", "half", "int", "int8", "int16", "int32", "int64", "long",
+    "short", "uint8",
 ]  # fmt: skip

@@ -450,3 +450,12 @@ def test_training_a_rotary_layer_inside_spx_compile_matches_torch():
         np.testing.assert_allclose(float(s_loss), t_loss.item(), rtol=1e-5)
     assert_params_match(t_model, s_model, rtol=1e-4, atol=1e-6)
     assert not np.allclose(s_model.wq.weight.numpy(force=True), initial)  # it trained
+
+
+def test_complex_dtype_names_as_torch():
+    # torch.cfloat is torch.complex64 and torch.cdouble torch.complex128; without x64 JAX
+    # creates the latter as complex64, as spx.double tensors are float32.
+    assert spx.cfloat is spx.complex64 and torch.cfloat is torch.complex64
+    assert spx.cdouble is spx.complex128 and torch.cdouble is torch.complex128
+    assert spx.ones(2, dtype=spx.cfloat).dtype is spx.complex64
+    assert spx.ones(2).to(spx.cdouble).dtype is spx.complex64
