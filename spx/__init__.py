@@ -16,6 +16,7 @@ from spx import cuda as cuda
 from spx import data as data
 from spx import distributions as distributions
 from spx import fft as fft
+from spx import func as func
 from spx import linalg as linalg
 from spx import matmul_precision as _matmul_precision
 from spx import multiprocessing as multiprocessing

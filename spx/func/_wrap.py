@@ -1,0 +1,227 @@
+"""Crossing between spx Tensors and the arrays JAX's transforms trace, for ``spx.func``.
+
+Each transform takes the user's Tensors apart into arrays, lets JAX trace a function of those
+arrays, and inside it hands the user's function fresh Tensors holding the tracers; on the way
+out the Tensors the function returned are taken apart again, and JAX's results come back as
+Tensors. Tensors are read through their value (``_data``), never flattened as JAX pytrees: a
+Tensor that requires grad would refuse (spx's guard against ``jnp`` calls silently dropping
+gradients), and here the transform itself does the differentiating.
+
+As in torch.func, the differentiated inputs require grad inside the function and it runs in
+grad mode, so spx records their history: JAX does the differentiating, but the history is what
+makes ``detach()`` inside the function stop the gradient (it cuts recorded history, and a
+tensor without any is returned as an alias), and ``x.requires_grad`` reads as in torch.
+``vmap`` keeps each input's ``requires_grad`` and the caller's grad mode.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spx._tensor import graph
+from spx._tensor.dispatch import apply
+from spx._tensor.grad_mode import enable_grad
+from spx._tensor.graph import set_grad_enabled_flag
+from spx._tensor.tensor import Tensor
+from spx.func._pytree import TreeSpec, tree_flatten
+
+Argnums = int | tuple[int, ...]
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is a Tensor or an array (what a transform may trace)."""
+    return isinstance(x, Tensor | jax.Array | np.ndarray)
+
+
+def array_of(x: Any) -> jax.Array:
+    """The array behind a Tensor (or array); a tracer under an enclosing transform."""
+    if isinstance(x, Tensor):
+        return x._data
+    return jnp.asarray(x)
+
+
+def tensor_of(x: Any) -> Any:
+    """A Tensor around an array; anything else unchanged."""
+    if isinstance(x, jax.Array):
+        return Tensor._of(x)
+    return x
+
+
+def diff_arrays(tree: Any) -> tuple[list[jax.Array], TreeSpec]:
+    """The arrays of a differentiated argument (torch's ``_create_differentiable``).
+
+    Raises:
+        ValueError: a leaf is not a Tensor, as torch.func raises.
+        RuntimeError: a Tensor is not floating point or complex.
+    """
+    leaves, spec = tree_flatten(tree)
+    arrays = []
+    for x in leaves:
+        if not is_array(x):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        a = array_of(x)
+        if not jnp.issubdtype(a.dtype, jnp.inexact):
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients "
+                f"(got a Tensor of dtype {a.dtype} among the differentiated inputs; pass it as "
+                "another argument, or cast it with .float())"
+            )
+        arrays.append(a)
+    return arrays, spec
+
+
+def _entered(x: Any) -> Any:
+    """Identity: a differentiated input's value, recorded as an operation (see :func:`tensors`)."""
+    return x
+
+
+def enter(a: Any, requires_grad: bool) -> Any:
+    """A traced array as the Tensor a transformed function sees.
+
+    With ``requires_grad`` the Tensor carries recorded history (one identity operation on a
+    leaf that requires grad): spx's ``detach()`` stops the gradient only of a tensor with
+    history (a leaf's detached tensor is a plain alias), and inside a gradient transform
+    ``x.detach()`` must stop JAX's gradient as it stops torch.func's.
+    """
+    if not isinstance(a, jax.Array):
+        return a
+    if not (requires_grad and jnp.issubdtype(a.dtype, jnp.inexact)):
+        return Tensor._of(a)
+    previous = set_grad_enabled_flag(True)
+    try:
+        return apply(_entered, (), (Tensor._of(a, True),))
+    finally:
+        set_grad_enabled_flag(previous)
+
+
+def tensors(spec: TreeSpec, arrays: Sequence[Any], requires_grad: bool = False) -> Any:
+    """``spec`` rebuilt around ``arrays``, each as a Tensor (see :func:`enter`)."""
+    return spec.unflatten([enter(a, requires_grad) for a in arrays])
+
+
+def call(func: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """Run the user's function inside a differentiating transform (see the module doc)."""
+    with enable_grad():
+        return func(*args, **kwargs)
+
+
+class AuxBox:
+    """Carries ``has_aux`` outputs out of a JAX trace: the arrays through JAX, the structure here.
+
+    Like torch.func's, aux may hold only Tensors (in any tuple/list/dict structure).
+    """
+
+    __slots__ = ("spec",)
+
+    def put(self, aux: Any) -> list[jax.Array]:
+        """Keep ``aux``'s structure; return its arrays for JAX.
+
+        Raises:
+            RuntimeError: a leaf is not a Tensor (torch's message).
+        """
+        leaves, self.spec = tree_flatten(aux)
+        if aux is None:
+            return []  # no aux at all (has_aux=False)
+        for x in leaves:
+            if not is_array(x):
+                raise RuntimeError(f"Expected tensors, got unsupported type {type(x)}")
+        return [array_of(x) for x in leaves]
+
+    def get(self, arrays: Sequence[Any]) -> Any:
+        """``aux`` rebuilt with ``arrays`` (JAX's results) as Tensors."""
+        if self.spec.kind == "leaf" and not arrays:
+            return None
+        return tensors(self.spec, arrays)
+
+
+def normalize_argnums(argnums: Any, num_args: int) -> tuple[int, ...]:
+    """``argnums`` as a tuple of non-negative positions, checked as torch.func checks it.
+
+    Raises:
+        RuntimeError: torch's messages for a bad type, an out-of-range, empty or repeated entry.
+    """
+    if isinstance(argnums, bool) or not isinstance(argnums, int | tuple):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    if not nums:
+        raise RuntimeError("argnums must be non-empty")
+    out = []
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise RuntimeError(f"argnum must be int, got: {type(n)}")
+        if not -num_args <= n < num_args:
+            raise RuntimeError(f"Got argnum={n}, but only {num_args} positional inputs")
+        out.append(n % num_args)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return tuple(out)
+
+
+def check_has_aux(out: Any, api: str) -> tuple[Any, Any]:
+    """Split ``(output, aux)``, raising torch's message when ``out`` is not such a pair."""
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(
+            f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return out
+
+
+def name_of(func: Callable[..., Any]) -> str:
+    """The function's name as torch.func's messages show it."""
+    return getattr(func, "__name__", repr(func))
+
+
+_NO_HISTORY = (
+    "backward() reached a result of spx.func.{api}, whose inputs include tensors that require "
+    "grad: spx.func's transforms run on JAX, and their results carry no spx autograd history "
+    "back to those inputs, so they would get no gradient (torch.func's results have one). "
+    "Differentiate through the transform with spx.func instead, e.g. "
+    "spx.func.grad(lambda params: loss_fn(spx.func.vmap(f)(params, x)))(params), or pass "
+    "detached inputs if no gradient is wanted."
+)
+
+
+def requires_grad_inputs(tree: Any) -> bool:
+    """Whether a top-level (not traced) Tensor in ``tree`` requires grad, in grad mode."""
+    if not graph.STATE.grad_enabled:
+        return False
+    return any(
+        isinstance(x, Tensor) and x.requires_grad and not isinstance(x._data, jax.core.Tracer)
+        for x in tree_flatten(tree)[0]
+    )
+
+
+def without_history(out: Any, api: str) -> Any:
+    """``out``'s floating Tensors made to require grad, with a backward through them refused.
+
+    torch.func's results are connected to inputs that require grad; spx's are not (JAX does
+    the transform). Marked this way (as spx.compile marks a compiled forward's results), they
+    read ``requires_grad=True`` as in torch, and a ``backward()`` that reaches them raises the
+    fix instead of silently leaving those inputs without gradient.
+    """
+    from spx.compile.compiled import _no_gradient
+
+    leaves, spec = tree_flatten(out)
+    message = _NO_HISTORY.format(api=api)
+    return spec.unflatten([_no_gradient(x, message) for x in leaves])
+
+
+def guard_history(api: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator of a transformed function: :func:`without_history` on its results whenever its
+    arguments include (untraced) Tensors that require grad."""
+
+    def decorate(wrapper: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(wrapper)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            out = wrapper(*args, **kwargs)
+            return without_history(out, api) if requires_grad_inputs((args, kwargs)) else out
+
+        return guarded
+
+    return decorate
