@@ -157,7 +157,13 @@ class _ConvNd(Module):
                 f"{nd + 1}-D input (C, {spatial}), got shape {tuple(input.shape)}"
             )
         channels = input.shape[-nd - 1]
-        if getattr(self._required_parameter("weight"), "is_uninitialized", False):
+        # Only a weight that is a parameter here can be lazy. A computed one (spectral norm,
+        # parametrizations) is not read here: forward reads it once, as torch's does (a second
+        # read would run spectral norm's power iteration twice).
+        lazy = "weight" in self._parameters and getattr(
+            self._required_parameter("weight"), "is_uninitialized", False
+        )
+        if lazy:
             self._materialize(channels)
         elif channels != self.in_channels:
             raise RuntimeError(

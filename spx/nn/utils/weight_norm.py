@@ -71,8 +71,8 @@ def weight_norm(module: M, name: str = "weight", dim: int | None = 0) -> M:
         >>> m.weight_g.shape
         spx.Size([2, 1])
     """
-    for attr, _ in module.__dict__.get("_computed", ()):
-        if attr == name:
+    for attr, compute in module.__dict__.get("_computed", ()):
+        if attr == name and isinstance(getattr(compute, "__self__", None), WeightNorm):
             raise RuntimeError(
                 f"Cannot register two weight_norm hooks on the same parameter {name}"
             )
@@ -108,7 +108,8 @@ def remove_weight_norm(module: M, name: str = "weight") -> M:
     """
     computed = module.__dict__.get("_computed", ())
     for attr, compute in computed:
-        if attr == name:
+        # Only weight norm's own entry: spectral_norm and parametrizations compute attributes too.
+        if attr == name and isinstance(getattr(compute, "__self__", None), WeightNorm):
             weight = compute(module).detach()
             module.__dict__["_computed"] = tuple(c for c in computed if c[0] != name)
             del module._parameters[name + "_g"]
