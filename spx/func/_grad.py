@@ -82,7 +82,7 @@ def grad_and_value(
 
         grads, (value, aux) = jax.grad(inner, has_aux=True)([arrays for arrays, _ in flat])
         trees = tuple(tensors(spec, g) for (_, spec), g in zip(flat, grads, strict=True))
-        result = trees[0] if isinstance(argnums, int) else trees
+        result = trees if isinstance(argnums, tuple) else trees[0]
         value = Tensor._of(value)
         if has_aux:
             return result, (value, box.get(aux))

@@ -77,7 +77,7 @@ def _jacobian(
         per_output = []
         for rows in jac:
             trees = tuple(tensors(spec, row) for (_, spec), row in zip(flat, rows, strict=True))
-            per_output.append(trees[0] if isinstance(argnums, int) else trees)
+            per_output.append(trees if isinstance(argnums, tuple) else trees[0])
         result = out_box["spec"].unflatten(per_output)
         return (result, box.get(aux)) if has_aux else result
 

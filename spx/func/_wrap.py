@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _validate
 from spx._tensor import graph
 from spx._tensor.dispatch import apply
 from spx._tensor.grad_mode import enable_grad
@@ -146,15 +147,17 @@ def normalize_argnums(argnums: Any, num_args: int) -> tuple[int, ...]:
     Raises:
         RuntimeError: torch's messages for a bad type, an out-of-range, empty or repeated entry.
     """
-    if isinstance(argnums, bool) or not isinstance(argnums, int | tuple):
-        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    if not isinstance(argnums, tuple):
+        if isinstance(argnums, list | dict | str | float | bool | np.bool_):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        argnums = _validate.as_int(argnums, "argnums", "spx.func", wrong_type=RuntimeError)
     nums = (argnums,) if isinstance(argnums, int) else argnums
     if not nums:
         raise RuntimeError("argnums must be non-empty")
     out = []
     for n in nums:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise RuntimeError(f"argnum must be int, got: {type(n)}")
+        # Numpy integers are accepted, bools refused (spx._validate's rule for every int).
+        n = _validate.as_int(n, "argnum", "spx.func", wrong_type=RuntimeError)
         if not -num_args <= n < num_args:
             raise RuntimeError(f"Got argnum={n}, but only {num_args} positional inputs")
         out.append(n % num_args)
