@@ -24,6 +24,7 @@ from spx import nn as nn
 from spx import optim as optim
 from spx import random as random
 from spx import serialization as serialization
+from spx import testing as testing
 from spx import utils as utils
 from spx._tensor._dims import Size as Size
 from spx._tensor.grad_mode import enable_grad as enable_grad
@@ -32,6 +33,7 @@ from spx._tensor.grad_mode import is_grad_enabled as is_grad_enabled
 from spx._tensor.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from spx._tensor.grad_mode import no_grad as no_grad
 from spx._tensor.grad_mode import set_grad_enabled as set_grad_enabled
+from spx._tensor.printing import set_printoptions as set_printoptions
 from spx._tensor.tensor import Tensor as Tensor
 from spx._tensor.tensor import is_tensor as is_tensor
 from spx.amp import autocast as autocast
@@ -41,6 +43,15 @@ from spx.autograd.functional import backward as backward
 from spx.autograd.functional import grad as grad
 from spx.autograd.functional import value_and_grad as value_and_grad
 from spx.compile import compile as compile
+from spx.determinism import (
+    are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
+)
+from spx.determinism import get_deterministic_debug_mode as get_deterministic_debug_mode
+from spx.determinism import (
+    is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled,
+)
+from spx.determinism import set_deterministic_debug_mode as set_deterministic_debug_mode
+from spx.determinism import use_deterministic_algorithms as use_deterministic_algorithms
 from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
 from spx.generator import Generator as Generator
@@ -50,6 +61,7 @@ from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx
 from spx.random import get_rng_state as get_rng_state
 from spx.random import initial_seed as initial_seed
 from spx.random import manual_seed as manual_seed
+from spx.random import seed as seed
 from spx.random import set_rng_state as set_rng_state
 from spx.serialization import load as load
 from spx.serialization import save as save

@@ -13,6 +13,7 @@ rank's key is then a recorded Tensor until the next computation; :func:`get_key`
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import jax
@@ -37,6 +38,22 @@ def manual_seed(seed: int) -> None:
     ctx.seed = seed % 2**64  # torch keeps it as uint64: initial_seed() after -1 is 2**64 - 1
     # Keys are created lazily so that seeding does not start the JAX backend.
     ctx.key = None
+
+
+def seed() -> int:
+    """Seed the calling rank's generator from the operating system's entropy and return the
+    seed (mirrors ``torch.seed``: a non-deterministic 64-bit seed, which ``initial_seed()``
+    then returns).
+
+    Example:
+        >>> import spx
+        >>> s = spx.seed()
+        >>> spx.initial_seed() == s
+        True
+    """
+    value = int.from_bytes(os.urandom(8), "little")  # torch's seeds span all 64 bits
+    manual_seed(value)
+    return value
 
 
 def initial_seed() -> int:

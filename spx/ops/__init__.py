@@ -11,6 +11,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.linalg` — ``matmul``, ``bmm``, ``einsum``, ``outer``, ``cdist``, ...
 * :mod:`.sampling` — ``multinomial``, ``normal``, ``bernoulli``, ``poisson``
 * :mod:`.complex_numbers` — ``complex``, ``polar``, ``view_as_complex``, ``view_as_real``
+* :mod:`.windows` — ``hann_window``, ``hamming_window``, ... (torch's signal windows)
 * :mod:`.types` — ``dtype``, ``get_default_dtype``, ``finfo``, ``promote_types``, ...
 
 Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`._args`).
@@ -26,6 +27,7 @@ from spx.ops import reduction as reduction
 from spx.ops import sampling as sampling
 from spx.ops import shape as shape
 from spx.ops import types as types
+from spx.ops import windows as windows
 from spx.ops.comparison import *  # noqa: F403
 from spx.ops.complex_numbers import *  # noqa: F403
 from spx.ops.creation import *  # noqa: F403
@@ -36,6 +38,7 @@ from spx.ops.reduction import *  # noqa: F403
 from spx.ops.sampling import *  # noqa: F403
 from spx.ops.shape import *  # noqa: F403
 from spx.ops.types import *  # noqa: F403
+from spx.ops.windows import *  # noqa: F403
 
 __all__ = [
     *comparison.__all__,
@@ -48,4 +51,5 @@ __all__ = [
     *sampling.__all__,
     *shape.__all__,
     *types.__all__,
+    *windows.__all__,
 ]

@@ -4,8 +4,8 @@ Results are :class:`spx.Tensor`. Host data (lists, numpy arrays, torch tensors) 
 ``zeros``/``ones``/``full``/``arange``/``eye``/random draws are recorded like any operation and
 computed with the program that uses them, unless ``device=`` names a device other than the
 calling rank's default (then they are created there now). ``requires_grad=True`` makes a leaf
-that requires grad. Python ints give int32 and floats float32 (torch: int64 for ints) unless
-``jax_enable_x64`` is on.
+that requires grad. Python ints give int32 (torch: int64) unless ``jax_enable_x64`` is on; Python
+floats and float creation functions give the default dtype (float32, ``spx.set_default_dtype``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.tensor import Tensor
 from spx.device import device as resolve_device
+from spx.ops.types import default_complex_dtype, get_default_dtype
 
 __all__ = [
     "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
@@ -46,7 +47,7 @@ def _size(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
 
 
 def _default_float() -> Any:
-    return np.dtype(jnp.float32)
+    return get_default_dtype()  # float32 unless spx.set_default_dtype changed it
 
 
 def _dtype(dtype: Any, default: Any) -> np.dtype:
@@ -61,12 +62,34 @@ def as_value(data: Any, dtype: Any = None) -> jax.Array:
     if isinstance(data, bool | int | float | complex):
         # A Python number makes a tensor of torch's default dtype for its kind (jnp.array
         # would make a weakly typed array, which then takes other operands' dtypes).
-        kind = dtype if dtype is not None else canonical(np.asarray(data).dtype)
+        kind = dtype if dtype is not None else _number_dtype(data)
         return jnp.asarray(data, dtype=kind)
     if isinstance(data, list | tuple) and any(isinstance(d, Tensor) for d in _flat(data)):
         data = jax.tree.map(lambda d: d._value() if isinstance(d, Tensor) else d, data)
         return jnp.asarray(np.asarray(jax.tree.map(np.asarray, data)), dtype=dtype)
+    if dtype is None and isinstance(data, list | tuple):
+        return _python_sequence(data)
     return device_array(data, dtype=dtype)
+
+
+def _number_dtype(number: Any) -> np.dtype:
+    """torch's dtype for a Python number: floats (complex numbers) take the default dtype."""
+    if isinstance(number, complex | float) and not isinstance(number, np.generic):
+        return default_complex_dtype() if isinstance(number, complex) else _default_float()
+    return canonical(np.asarray(number).dtype)
+
+
+def _python_sequence(data: Any) -> jax.Array:
+    """A (nested) list of numbers; Python floats make the default dtype, as in torch."""
+    value = device_array(data)
+    kind = value.dtype.kind
+    want = _default_float() if kind == "f" else default_complex_dtype() if kind == "c" else None
+    if want is None or value.dtype == want:
+        return value
+    if not all(type(d) in (bool, int, float, complex) for d in _flat(data)):
+        return value  # numpy scalars and arrays in the list keep their dtype, as in torch
+    # From the numbers themselves: one rounding to the default dtype, not two via float32.
+    return jnp.asarray(np.asarray(data).astype(want))
 
 
 def _flat(data: Any) -> list:
@@ -145,8 +168,8 @@ def _legacy_tensor(args: tuple, kwargs: dict) -> jax.Array:
     if kwargs:
         raise TypeError(f"spx.Tensor() got unexpected keyword arguments {sorted(kwargs)}")
     if len(args) == 1 and not isinstance(args[0], int):
-        return _numeric(args[0], jnp.float32, "Tensor")
-    return jnp.zeros(_size(args, "Tensor"), jnp.float32)
+        return _numeric(args[0], _default_float(), "Tensor")
+    return jnp.zeros(_size(args, "Tensor"), _default_float())
 
 
 def _fill(value: Any, shape: tuple, dtype: Any) -> Any:
@@ -159,13 +182,13 @@ def _made(fn: Any, static: tuple, args: tuple, device: Any, requires_grad: bool)
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_):
     """Zeros of the given size (float32 by default). Example: ``spx.zeros(2, 3)``."""
-    static = (_size(size, "zeros"), _dtype(dtype, jnp.float32))
+    static = (_size(size, "zeros"), _dtype(dtype, _default_float()))
     return _made(_fill, static, (0,), device, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_):
     """Ones of the given size (float32 by default). Example: ``spx.ones(2, 3)``."""
-    static = (_size(size, "ones"), _dtype(dtype, jnp.float32))
+    static = (_size(size, "ones"), _dtype(dtype, _default_float()))
     return _made(_fill, static, (1,), device, requires_grad)
 
 
@@ -186,7 +209,7 @@ def full(
         elif isinstance(fill_value, int):
             dtype = jnp.int32
         else:
-            dtype = jnp.float32
+            dtype = _default_float()
     static = (_size((size,), "full"), canonical(dtype))
     return _made(_fill, static, (fill_value,), device, requires_grad)
 
@@ -236,7 +259,7 @@ def arange(
     n = max(0, math.ceil((end - start) / step))
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
-        dtype = jnp.int32 if ints else jnp.float32
+        dtype = jnp.int32 if ints else _default_float()
     static = (n, canonical(dtype))
     return _made(_arange, static, (start, end, step), device, requires_grad)
 
@@ -246,7 +269,7 @@ def _linspace(start: Any, end: Any, steps: int, dtype: Any) -> Any:
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype=None, device=None, requires_grad=False):
-    static = (int(steps), _dtype(dtype, jnp.float32))
+    static = (int(steps), _dtype(dtype, _default_float()))
     return _made(_linspace, static, (start, end), device, requires_grad)
 
 
@@ -255,7 +278,7 @@ def _logspace(start: Any, end: Any, steps: int, base: float, dtype: Any) -> Any:
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    static = (int(steps), float(base), _dtype(dtype, jnp.float32))
+    static = (int(steps), float(base), _dtype(dtype, _default_float()))
     return _made(_logspace, static, (start, end), device, requires_grad)
 
 
@@ -264,7 +287,7 @@ def _eye(n: int, m: int, dtype: Any) -> Any:
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    static = (int(n), int(n if m is None else m), _dtype(dtype, jnp.float32))
+    static = (int(n), int(n if m is None else m), _dtype(dtype, _default_float()))
     return _made(_eye, static, (), device, requires_grad)
 
 
@@ -273,7 +296,7 @@ def _key(generator: Any) -> Any:
 
 
 def _float_dtype(dtype: Any, fn: str) -> np.dtype:
-    dt = _dtype(dtype, jnp.float32)
+    dt = _dtype(dtype, _default_float())
     if not jnp.issubdtype(dt, jnp.floating):
         raise TypeError(f"spx.{fn}: expected a floating dtype, got {dt}")
     return dt
@@ -365,7 +388,8 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
     """A 0-d tensor holding ``s`` (float32 unless ``dtype`` says otherwise, as torch)."""
-    return tensor(s, dtype=_dtype(dtype, jnp.float32), device=device, requires_grad=requires_grad)
+    dtype = _dtype(dtype, _default_float())
+    return tensor(s, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def _triangle(which: str, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:

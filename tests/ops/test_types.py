@@ -16,7 +16,6 @@ def test_dtype_is_numpy_dtype():
     assert isinstance(spx.tensor([1, 2]).dtype, spx.dtype)
     assert spx.dtype("float32") == spx.float32
     assert spx.get_default_dtype() == spx.float32
-    assert not hasattr(spx, "set_default_dtype")  # no faithful equivalent (see spx.ops.types)
 
 
 @pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "int32", "uint8", "bool"])
