@@ -18,6 +18,7 @@ from spx.nn import functional as F
 from spx.nn.init import constant_
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
+from spx.ops.types import get_default_dtype
 
 Array = jax.Array
 
@@ -386,7 +387,7 @@ class PReLU(Module):
         num_parameters = _validate.as_int(num_parameters, "num_parameters", "PReLU", minimum=1)
         self.num_parameters = num_parameters
         self.init = init
-        weight = jnp.full((num_parameters,), init, dtype=dtype or jnp.float32)
+        weight = jnp.full((num_parameters,), init, dtype=dtype or get_default_dtype())
         if device is not None:
             from spx.device import device as resolve_device
 

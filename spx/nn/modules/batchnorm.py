@@ -28,6 +28,7 @@ from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
+from spx.ops.types import get_default_dtype
 
 Array = jax.Array
 
@@ -72,7 +73,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        dtype = dtype or jnp.float32
+        dtype = dtype or get_default_dtype()
         if affine:
             self.weight = Parameter(_array((num_features,), 1.0, dtype, device))
             if bias:

@@ -14,10 +14,11 @@ from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
+from spx.ops.types import get_default_dtype
 
 
 def _empty(shape: tuple[int, ...], dtype: Any, device: Any) -> jax.Array:
-    x = jnp.zeros(shape, dtype=dtype or jnp.float32)
+    x = jnp.zeros(shape, dtype=dtype or get_default_dtype())
     if device is not None:
         from spx.device import device as resolve_device
 

@@ -20,13 +20,14 @@ from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
+from spx.ops.types import get_default_dtype
 
 Array = jax.Array
 
 
 def _new(shape: tuple[int, ...], dtype: Any, device: Any) -> Parameter:
     """A Parameter of ``shape`` (values set by the caller's ``reset_parameters``)."""
-    x = jnp.empty(shape, dtype=dtype or jnp.float32)
+    x = jnp.empty(shape, dtype=dtype or get_default_dtype())
     if device is not None:
         from spx.device import device as resolve_device
 

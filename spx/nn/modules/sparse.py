@@ -16,6 +16,7 @@ from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
+from spx.ops.types import get_default_dtype
 
 Array = jax.Array
 
@@ -85,7 +86,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            table = jnp.empty((num_embeddings, embedding_dim), dtype=dtype or jnp.float32)
+            table = jnp.empty((num_embeddings, embedding_dim), dtype=dtype or get_default_dtype())
             if device is not None:
                 from spx.device import device as resolve_device
 

@@ -21,8 +21,6 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-import jax.numpy as jnp
-
 from spx import _validate
 from spx.nn import functional as F
 from spx.nn import init
@@ -441,7 +439,7 @@ class Transformer(Module):
         import spx
 
         sz = _validate.as_int(sz, "sz", "generate_square_subsequent_mask", minimum=0)
-        full = spx.full((sz, sz), float("-inf"), dtype=dtype or jnp.float32, device=device)
+        full = spx.full((sz, sz), float("-inf"), dtype=dtype, device=device)
         return spx.triu(full, diagonal=1)
 
     def _reset_parameters(self) -> None:
