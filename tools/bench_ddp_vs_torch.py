@@ -17,6 +17,17 @@ Step time: median ms/step of ``--steps`` timed steps after ``--warmup`` on rank 
 barriers, over ``--rounds`` launches of each job, the kinds alternating so the shared machine's
 load hits them alike. The load average is printed with every launch and in the summary.
 
+Runs of 2026-11-26 22:00-22:35 (three launches per job over three runs, load 1.2-4.0), after
+spx's linear started flattening its leading dims (one 2-D GEMM; XLA's CPU gradient of the 3-D
+dot was ~1.5x slower): the compute floor is now 0.92-1.06 (raw ``jax.jit`` 31-38 ms vs torch
+32-39 ms; the 1.27-1.36 below measured the 3-D form). spx/torch: 2 processes eager 1.01 / 1.19 /
+1.16, compiled 1.29 / 1.22 / 1.42; 4 processes eager 1.19 / 1.01 / 1.18, compiled 1.20 / 1.08 /
+1.00. Per-phase timing of a 2-process eager step (spx 56-59 ms, no-DDP step 38-54 ms): the
+gradient reduction takes ~11 ms, of which the two gloo all-reduces 3.6 ms each (waiting for the
+peer included; one 2.5 MiB all-reduce alone is 2.8 ms, torch's gloo 3.0 ms) and packing and
+unpacking ~0.8 ms per bucket; torch overlaps its all-reduces with the backward, spx's eager
+backward is one program and its reduction starts after it.
+
 Usage: ``python tools/bench_ddp_vs_torch.py [--nprocs 2 4] [--rounds 2] [--steps 30]``
 
 Results, 2026-11-26, 2-core CPU box, jax 0.10.2, torch 2.13.0, 20 timed steps, three runs

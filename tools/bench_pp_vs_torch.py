@@ -22,6 +22,17 @@ with every launch and in the summary.
 The 1-process job (one stage holding the whole model, no transfers; spx's single-process
 backend, without the per-rank compilation cache) shows what the compute alone costs.
 
+Runs of 2026-11-26 21:45-22:35 (load 1.6-3.2), after spx's linear started flattening its
+leading dims (the stage programs' 3-D dots had a ~1.5x slower weight gradient on XLA's CPU
+backend): 1 process spx/torch 0.97 / 1.05 (was 1.27), 2 processes 1.41 / 1.28, 4 processes
+1.54 / 1.51; compute floor jax/torch 0.92-0.99. Per-action timings of a 2-process step (spx
+42-60 ms): rank 0's backward waits 4-8 ms per microbatch for the gradient and rank 1's forward
+as long for the activation: in 1F1B on two ranks, rank 0 runs F(i+2) only after B(i), so each
+activation rank 1 needs comes after a gradient transfer, rank 0's B and F, and an activation
+transfer (~0.4 ms each way through ``jax.experimental.transfer``, spx's p2p round trip of 64 KiB
+0.86 ms). The target (<= 0.5) would need the 2-process step at ~22-24 ms, about the ideal
+split of the 40 ms one-process step with no bubble and no transfer cost.
+
 Usage: ``python tools/bench_pp_vs_torch.py [--nprocs 1 2 4] [--rounds 2] [--steps 30]``
 
 Results (``--rounds 2 --steps 20``, 4 blocks of width 128, batch 32x32, vocab 512, 8
