@@ -21,7 +21,7 @@ from spx.func._wrap import (
     check_has_aux,
     diff_arrays,
     is_array,
-    requires_grad_inputs,
+    outside_history,
     tensors,
     without_history,
 )
@@ -106,10 +106,11 @@ def jvp(
         out_box["spec"] = spec
         return arrays, box.put(aux)
 
-    out, tangent_out, aux = jax.jvp(inner, (p_arrays,), (t_arrays,), has_aux=True)
+    with outside_history((primals, tangents)) as outside:
+        out, tangent_out, aux = jax.jvp(inner, (p_arrays,), (t_arrays,), has_aux=True)
     spec = out_box["spec"]
     result = (tensors(spec, out), tensors(spec, tangent_out))
-    if requires_grad_inputs((primals, tangents)):
+    if outside:
         result = without_history(result, "jvp")
     return (*result, box.get(aux)) if has_aux else result
 

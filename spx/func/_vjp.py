@@ -20,9 +20,10 @@ from spx.func._wrap import (
     array_of,
     call,
     check_has_aux,
+    depends_on_outside_leaves,
     diff_arrays,
     is_array,
-    requires_grad_inputs,
+    outside_history,
     tensors,
     without_history,
 )
@@ -87,7 +88,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
         out_box["spec"] = spec
         return arrays, box.put(aux)
 
-    arrays, pullback, aux = jax.vjp(inner, [a for a, _ in flat], has_aux=True)
+    with outside_history(primals) as outside:
+        arrays, pullback, aux = jax.vjp(inner, [a for a, _ in flat], has_aux=True)
     out_spec: TreeSpec = out_box["spec"]
     primal_specs = [spec for _, spec in flat]
 
@@ -118,11 +120,11 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
             cts.append(c.astype(a.dtype))
         (grads,) = pullback(cts)
         out = tuple(tensors(spec, g) for spec, g in zip(primal_specs, grads, strict=True))
-        return without_history(out, "vjp") if marked or requires_grad_inputs(cotangents) else out
+        marked = outside or depends_on_outside_leaves(cotangents)
+        return without_history(out, "vjp") if marked else out
 
-    marked = requires_grad_inputs(primals)
     output = tensors(out_spec, arrays)
-    if marked:
+    if outside:
         output = without_history(output, "vjp")
     if has_aux:
         return output, vjp_fn, box.get(aux)

@@ -33,7 +33,15 @@ from spx import random as spx_random
 from spx._tensor.tensor import Tensor
 from spx.func._pytree import TreeSpec, broadcast_prefix, tree_flatten
 from spx.func._randomness import check_randomness, randomness_guard
-from spx.func._wrap import array_of, enter, guard_history, is_array, name_of, tensor_of
+from spx.func._wrap import (
+    array_of,
+    enter,
+    guard_history,
+    is_array,
+    name_of,
+    note_captured,
+    tensor_of,
+)
 
 InDims = int | tuple | None
 
@@ -207,6 +215,7 @@ class _Run:
         finally:
             if key is not None:
                 ctx.key = saved
+        note_captured(out)
         return self._split_outputs(out, values[0])
 
     def _split_outputs(self, out: Any, ref: Any) -> tuple[list, list]:

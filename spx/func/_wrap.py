@@ -17,6 +17,7 @@ tensor without any is returned as an alias), and ``x.requires_grad`` reads as in
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from spx import _validate
 from spx._tensor import graph
 from spx._tensor.dispatch import apply
 from spx._tensor.grad_mode import enable_grad
-from spx._tensor.graph import set_grad_enabled_flag
+from spx._tensor.graph import LEAF, set_grad_enabled_flag
 from spx._tensor.tensor import Tensor
 from spx.func._pytree import TreeSpec, tree_flatten
 
@@ -96,7 +97,9 @@ def enter(a: Any, requires_grad: bool) -> Any:
         return Tensor._of(a)
     previous = set_grad_enabled_flag(True)
     try:
-        return apply(_entered, (), (Tensor._of(a, True),))
+        leaf = Tensor._of(a, True)
+        _ENTERED[id(leaf)] = weakref.ref(leaf, _forget(id(leaf)))
+        return apply(_entered, (), (leaf,))
     finally:
         set_grad_enabled_flag(previous)
 
@@ -109,7 +112,9 @@ def tensors(spec: TreeSpec, arrays: Sequence[Any], requires_grad: bool = False) 
 def call(func: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """Run the user's function inside a differentiating transform (see the module doc)."""
     with enable_grad():
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+    note_captured(out)
+    return out
 
 
 class AuxBox:
@@ -181,23 +186,90 @@ def name_of(func: Callable[..., Any]) -> str:
 
 
 _NO_HISTORY = (
-    "backward() reached a result of spx.func.{api}, whose inputs include tensors that require "
-    "grad: spx.func's transforms run on JAX, and their results carry no spx autograd history "
-    "back to those inputs, so they would get no gradient (torch.func's results have one). "
+    "backward() reached a result of spx.func.{api}, whose inputs (or tensors its function "
+    "closes over, such as a module's parameters) include tensors that require grad: "
+    "spx.func's transforms run on JAX, and their results carry no spx autograd history back "
+    "to those tensors, so they would get no gradient (torch.func's results have one). "
     "Differentiate through the transform with spx.func instead, e.g. "
     "spx.func.grad(lambda params: loss_fn(spx.func.vmap(f)(params, x)))(params), or pass "
     "detached inputs if no gradient is wanted."
 )
 
 
-def requires_grad_inputs(tree: Any) -> bool:
-    """Whether a top-level (not traced) Tensor in ``tree`` requires grad, in grad mode."""
+# The leaves enter() made (id -> weak reference): the inputs the running transforms themselves
+# differentiate. Any other leaf that requires grad and that a result depends on was given or
+# captured from outside, and the transform's result would carry no history back to it.
+_ENTERED: dict[int, Any] = {}
+# One flag per running guarded transform: whether its function's output depended on such a leaf.
+_CAPTURED: list[bool] = []
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    def drop(ref: Any) -> None:
+        if _ENTERED.get(key) is ref:  # not a newer tensor that got the same id
+            del _ENTERED[key]
+
+    return drop
+
+
+def _is_entered(t: Any) -> bool:
+    ref = _ENTERED.get(id(t))
+    return ref is not None and ref() is t
+
+
+def depends_on_outside_leaves(tree: Any) -> bool:
+    """Whether a Tensor in ``tree`` requires grad through a leaf no running transform entered:
+    an argument or a closed-over tensor (a module's parameter) that requires grad, also inside
+    ``spx.compile`` where such leaves hold traced values."""
     if not graph.STATE.grad_enabled:
         return False
-    return any(
-        isinstance(x, Tensor) and x.requires_grad and not isinstance(x._data, jax.core.Tracer)
-        for x in tree_flatten(tree)[0]
-    )
+    stack, seen = [], set()
+    for t in tree_flatten(tree)[0]:
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            continue
+        node = t._cur().node
+        if not node.requires_grad:  # a leaf itself
+            if not _is_entered(t):
+                return True
+            continue
+        stack.append(node)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.fn is LEAF:
+            if not _is_entered(node.leaf):
+                return True
+            continue
+        stack.extend(r[0] for r in node.inputs if type(r) is tuple and r[0].requires_grad)
+    return False
+
+
+class outside_history:
+    """``with outside_history(inputs) as outside: ...``: ``bool(outside)`` after the block says
+    whether ``inputs`` or the output of the function run inside depend on leaves from outside
+    (see :func:`depends_on_outside_leaves` and :func:`note_captured`)."""
+
+    def __init__(self, inputs: Any) -> None:
+        self.value = depends_on_outside_leaves(inputs)
+
+    def __enter__(self) -> outside_history:
+        _CAPTURED.append(False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.value = _CAPTURED.pop() or self.value
+
+    def __bool__(self) -> bool:
+        return self.value
+
+
+def note_captured(out: Any) -> None:
+    """Record, for the innermost guarded transform, whether the function's output ``out``
+    depends on leaves from outside (see :func:`depends_on_outside_leaves`)."""
+    if _CAPTURED and not _CAPTURED[-1] and depends_on_outside_leaves(out):
+        _CAPTURED[-1] = True
 
 
 def without_history(out: Any, api: str) -> Any:
@@ -217,13 +289,15 @@ def without_history(out: Any, api: str) -> Any:
 
 def guard_history(api: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator of a transformed function: :func:`without_history` on its results whenever its
-    arguments include (untraced) Tensors that require grad."""
+    arguments, or what its function's output depends on, include leaves that require grad
+    from outside the transform (:func:`depends_on_outside_leaves`)."""
 
     def decorate(wrapper: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(wrapper)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            out = wrapper(*args, **kwargs)
-            return without_history(out, api) if requires_grad_inputs((args, kwargs)) else out
+            with outside_history((args, kwargs)) as outside:
+                out = wrapper(*args, **kwargs)
+            return without_history(out, api) if outside else out
 
         return guarded
 

@@ -273,3 +273,43 @@ def test_results_of_inputs_that_require_grad_refuse_a_backward_instead_of_droppi
         got.sum().backward()
     with spx.no_grad():  # no history is wanted here: plain results, as torch's
         assert not run(spx).requires_grad
+
+
+def test_closed_over_parameters_are_caught_too_eager_and_compiled():
+    # vmap(model)(x): the model's parameters are closed over, not arguments. torch's result is
+    # connected to them; spx's requires grad and refuses a backward instead of silently giving
+    # the parameters only the other terms' gradient.
+    spx.manual_seed(0)
+    m, x = spx.nn.Linear(3, 2), spx.randn(4, 3)
+    y = spx.func.vmap(m)(x)
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match="closes over"):
+        (m(x).sum() + y.sum()).backward()
+    w = spx.randn(3, requires_grad=True)
+    assert spx.func.grad(lambda x: (x * w).sum())(spx.ones(3)).requires_grad
+
+    def step(w, x):  # inside spx.compile the parameters hold traced values: still caught
+        y = spx.func.vmap(lambda w, xi: (w * xi).sum(), in_dims=(None, 0))(w, x)
+        loss = y.sum() + (w * w).sum()
+        loss.backward()
+        return loss
+
+    with pytest.raises(RuntimeError, match=r"result of spx\.func\.vmap"):
+        spx.compile(step)(w, spx.randn(4, 3))
+
+
+def test_no_mark_when_nothing_from_outside_requires_grad():
+    # The per-sample-gradient recipe (detached parameters as arguments) and nested transforms
+    # give plain results, as in torch.
+    spx.manual_seed(0)
+    m, x = spx.nn.Linear(3, 2), spx.randn(4, 3)
+    params = {k: v.detach() for k, v in m.named_parameters()}
+
+    def loss(p, xi):
+        return spx.func.functional_call(m, p, (xi,)).sum()
+
+    per_sample = spx.func.vmap(spx.func.grad(loss), in_dims=(None, 0))(params, x)
+    assert not per_sample["weight"].requires_grad
+    assert not spx.func.hessian(lambda v: (v**3).sum())(spx.ones(2)).requires_grad
+    out, vjp_fn = spx.func.vjp(lambda v: v.sin(), spx.ones(2))
+    assert not out.requires_grad and not vjp_fn(spx.ones(2))[0].requires_grad
