@@ -531,6 +531,7 @@ def _run_post_accumulate_hooks(leaves: list, create_graph: bool) -> None:
     """Each leaf's ``register_post_accumulate_grad_hook`` hooks, with the leaf; as torch, under
     ``no_grad`` unless the backward records its graph."""
     from spx._tensor.grad_mode import set_grad_enabled
+    from spx._tensor.tensor import Tensor
 
     todo = [
         (t, h)
@@ -542,7 +543,13 @@ def _run_post_accumulate_hooks(leaves: list, create_graph: bool) -> None:
         return
     with set_grad_enabled(create_graph):
         for tensor, hook in todo:
-            hook(tensor)
+            out = hook(tensor)
+            # torch ignores a returned tensor (``p.add_(...)`` returns p) and refuses the rest.
+            if out is not None and not isinstance(out, Tensor):
+                raise TypeError(
+                    f"expected Variable, but hook returned {type(out).__name__!r} (post "
+                    "accumulate grad hooks return None: update the tensor or its .grad in place)"
+                )
 
 
 def run_post_backward(leaves: list) -> None:

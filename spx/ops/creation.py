@@ -202,14 +202,9 @@ def full(
 ):
     """A tensor filled with ``fill_value`` (dtype inferred from it, as torch does)."""
     if dtype is None:
-        if isinstance(fill_value, Tensor):
-            dtype = fill_value.dtype
-        elif isinstance(fill_value, bool):
-            dtype = jnp.bool_
-        elif isinstance(fill_value, int):
-            dtype = jnp.int32
-        else:
-            dtype = _default_float()
+        # torch's inference: bool, int (int32 here: no x64), complex (the default complex
+        # dtype), numpy scalars by kind, other floats the default dtype.
+        dtype = fill_value.dtype if isinstance(fill_value, Tensor) else _number_dtype(fill_value)
     static = (_size((size,), "full"), canonical(dtype))
     return _made(_fill, static, (fill_value,), device, requires_grad)
 

@@ -459,3 +459,13 @@ def test_complex_dtype_names_as_torch():
     assert spx.cdouble is spx.complex128 and torch.cdouble is torch.complex128
     assert spx.ones(2, dtype=spx.cfloat).dtype is spx.complex64
     assert spx.ones(2).to(spx.cdouble).dtype is spx.complex64
+
+
+@pytest.mark.parametrize("fill", [1 + 2j, 3, 2.5, True, np.int64(3), np.float64(0.5)])
+def test_full_infers_torchs_dtype_from_the_fill_value(fill):
+    # A complex fill lost its imaginary part (float32 [1., 1.]) before.
+    got, want = spx.full((2,), fill), torch.full((2,), fill)
+    np.testing.assert_array_equal(got.numpy(), want.numpy().astype(got.numpy().dtype))
+    names = {"int64": "int32"}  # spx's ints are int32 without x64
+    want_dtype = str(want.dtype).replace("torch.", "")
+    assert str(got.dtype) == names.get(want_dtype, want_dtype)

@@ -121,3 +121,11 @@ def test_errors_as_torch(make, message):
     for lib in (torch, spx):
         with pytest.raises(RuntimeError, match=message):
             make(lib).register_post_accumulate_grad_hook(lambda p: None)
+
+
+def test_a_hook_returning_a_value_raises_as_torchs():
+    for lib in (torch, spx):
+        v = lib.zeros(2, requires_grad=True)
+        v.register_post_accumulate_grad_hook(lambda p: 1)
+        with pytest.raises(TypeError):
+            v.sum().backward()
