@@ -41,6 +41,27 @@ def _check_adam_hparams(group: dict[str, Any]) -> None:
         raise ValueError(f"Invalid weight_decay value: {weight_decay} (weight_decay must be >= 0)")
 
 
+def _adam_moments(
+    params: list[Any], grads: list[Any], states: list[dict[str, Any]], hparams: dict[str, Any]
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The start of Adam's, AdamW's, NAdam's and RAdam's updates, as torch writes them.
+
+    Returns the gradients (negated under ``maximize``, plus L2 weight decay unless
+    ``decoupled_weight_decay``) and the updated first and second moments.
+    """
+    beta1, beta2 = hparams["betas"]
+    if hparams["maximize"]:
+        grads = [-g for g in grads]
+    if not hparams["decoupled_weight_decay"]:
+        decay = optax.add_decayed_weights(hparams["weight_decay"])
+        grads = decay.update(grads, optax.EmptyState(), params)[0]
+    exp_avgs = optax.tree.update_moment(grads, [s["exp_avg"] for s in states], beta1, 1)
+    exp_avg_sqs = optax.tree.update_moment_per_elem_norm(
+        grads, [s["exp_avg_sq"] for s in states], beta2, 2
+    )
+    return grads, exp_avgs, exp_avg_sqs
+
+
 class Adam(Optimizer):
     """Adam (mirrors ``torch.optim.Adam``).
 
@@ -136,10 +157,7 @@ class Adam(Optimizer):
         beta1, beta2 = hparams["betas"]
         eps, lr, wd = hparams["eps"], hparams["lr"], hparams["weight_decay"]
         decoupled = hparams["decoupled_weight_decay"]
-        if hparams["maximize"]:
-            grads = [-g for g in grads]
-        if not decoupled:
-            grads = optax.add_decayed_weights(wd).update(grads, optax.EmptyState(), params)[0]
+        grads, exp_avgs, exp_avg_sqs = _adam_moments(params, grads, states, hparams)
         # Bias corrections for the whole group as one vector: per-parameter scalar arithmetic
         # would become dozens of tiny XLA kernels, each costing more than its math.
         if hparams.get("_lockstep"):
@@ -154,10 +172,6 @@ class Adam(Optimizer):
             bias_correction1 = 1 - beta1**steps
             bias_correction2_sqrt = jnp.sqrt(1 - beta2**steps)
         step_sizes = [lr / bc for bc in bias_correction1]
-        exp_avgs = optax.tree.update_moment(grads, [s["exp_avg"] for s in states], beta1, 1)
-        exp_avg_sqs = optax.tree.update_moment_per_elem_norm(
-            grads, [s["exp_avg_sq"] for s in states], beta2, 2
-        )
         new_params, new_states = [], []
         for i, (p, state) in enumerate(zip(params, states, strict=True)):
             m, v = exp_avgs[i], exp_avg_sqs[i]

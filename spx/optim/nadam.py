@@ -13,9 +13,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 
-from spx.optim.adam import _check_adam_hparams
+from spx.optim.adam import _adam_moments, _check_adam_hparams
 from spx.optim.optimizer import Optimizer
 
 
@@ -125,14 +124,7 @@ class NAdam(Optimizer):
         eps, lr, wd = hparams["eps"], hparams["lr"], hparams["weight_decay"]
         psi = hparams["momentum_decay"]
         decoupled = hparams["decoupled_weight_decay"]
-        if hparams["maximize"]:
-            grads = [-g for g in grads]
-        if not decoupled:
-            grads = optax.add_decayed_weights(wd).update(grads, optax.EmptyState(), params)[0]
-        exp_avgs = optax.tree.update_moment(grads, [s["exp_avg"] for s in states], beta1, 1)
-        exp_avg_sqs = optax.tree.update_moment_per_elem_norm(
-            grads, [s["exp_avg_sq"] for s in states], beta2, 2
-        )
+        grads, exp_avgs, exp_avg_sqs = _adam_moments(params, grads, states, hparams)
         steps = self._next_steps(states, hparams)
         new_params, new_states = [], []
         for i, (p, g, state, step) in enumerate(zip(params, grads, states, steps, strict=True)):
