@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx.distributed import buckets as _buckets
 from spx.distributed.reduce_op import ReduceOp, reduce_arrays
 
 
@@ -209,6 +210,21 @@ class Backend(abc.ABC):
     def all_reduce(self, x: jax.Array, op: ReduceOp, async_op: bool = False) -> Work:
         """Reduction of every rank's ``x``, on every rank."""
         return Work(reduce_arrays(self.all_gather(x).wait(), op))
+
+    def all_reduce_buckets(
+        self,
+        arrays: Sequence[jax.Array],
+        buckets: Sequence[Sequence[int]],
+        scale: float,
+        async_op: bool = False,
+    ) -> Work:
+        """Each bucket of ``arrays`` (a list of indices) summed over ranks as one flat buffer
+        and multiplied by ``scale``; the result lists every array (those in no bucket as given).
+
+        DDP's gradient averaging (``scale`` = 1 / world size): one collective per bucket.
+        """
+        total = lambda flat: self.all_reduce(flat, ReduceOp.SUM).wait()  # noqa: E731
+        return Work(_buckets.all_reduce_buckets(arrays, buckets, scale, total))
 
     def reduce(self, x: jax.Array, dst: int, op: ReduceOp, async_op: bool = False) -> Work:
         """Reduction on ``dst``; other ranks get ``x`` back."""

@@ -351,10 +351,49 @@ def test_large_all_reduce(backend, nprocs):
             np.testing.assert_array_equal(got, out[0][op])  # the same bits on every rank
 
 
+def _bucketed_all_reduce(rank, out):
+    # DDP's gradient averaging: each bucket summed over ranks as one flat buffer, then scaled.
+    from spx.distributed.backend import Backend
+    from spx.distributed.process_group import resolve_group
+
+    dist.init_process_group()
+    backend = resolve_group(None).backend
+    arrays = [
+        jnp.asarray(rank_input(rank, (3, 5))),
+        jnp.asarray(rank_input(rank, ())),
+        jnp.asarray(rank_input(rank, (1024, 1024))),  # 4 MiB: the ring path between processes
+        jnp.asarray(rank_input(rank, (4,))).astype(jnp.bfloat16),
+        jnp.asarray(rank_input(rank, (2,))),  # in no bucket: returned as given
+    ]
+    buckets = [[2], [0, 1], [3]]
+    fused = backend.all_reduce_buckets(arrays, buckets, 0.25).wait()
+    # The portable form (one all_reduce per bucket): the fused program must agree bit for bit.
+    portable = Backend.all_reduce_buckets(backend, arrays, buckets, 0.25).wait()
+    out[rank] = ([np.asarray(a.astype(jnp.float32)) for a in fused], portable)
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 2), ("process", 2), ("process", 4)])
+def test_bucketed_all_reduce_sums_and_scales_each_bucket(backend, nprocs):
+    out = run_ranks(_bucketed_all_reduce, nprocs, backend=backend)
+    shapes = [(3, 5), (), (1024, 1024), (4,)]
+    for r in range(nprocs):
+        fused, portable = out[r]
+        for i, shape in enumerate(shapes):
+            xs = np.stack([rank_input(q, shape) for q in range(nprocs)])
+            if i == 3:
+                xs = xs.astype(jnp.bfloat16).astype(np.float32)
+            tol = 2e-2 if i == 3 else 1e-5
+            np.testing.assert_allclose(fused[i], xs.sum(0) * 0.25, rtol=tol, err_msg=f"array {i}")
+            np.testing.assert_array_equal(fused[i], np.asarray(portable[i], np.float32))
+            np.testing.assert_array_equal(fused[i], out[0][0][i])  # the same bits on every rank
+        np.testing.assert_array_equal(fused[4], rank_input(r, (2,)))
+
+
 # One batch of 2 and one of 4 processes runs these, in this order.
 PROCESS_CASES = [
     *[(fn, n) for n in (2, 4) for fn in (_all_reduce_every_op, _broadcast_gather_scatter)],
     *[(fn, n) for n in (2, 4) for fn in (_reduce_scatter, _all_to_all, _large_all_reduce)],
+    *[(_bucketed_all_reduce, n) for n in (2, 4)],
     (_objects, 4),
     (_async_then_p2p, 2),
     (_bad_inputs, 2),

@@ -233,6 +233,18 @@ class ProcessBackend(Backend):
         key = ("all_reduce", op.name, *_sig(x))
         return self._issue(key, lambda m: m.all_reduce(x, op), async_op)
 
+    def all_reduce_buckets(
+        self,
+        arrays: Sequence[jax.Array],
+        buckets: Sequence[Sequence[int]],
+        scale: float,
+        async_op: bool = False,
+    ) -> Work:
+        groups = tuple(tuple(int(i) for i in b) for b in buckets)
+        key = ("all_reduce_buckets", groups, float(scale), tuple(_sig(x) for x in arrays))
+        arrays = list(arrays)
+        return self._issue(key, lambda m: m.all_reduce_buckets(arrays, groups, scale), async_op)
+
     def reduce(self, x: jax.Array, dst: int, op: ReduceOp, async_op: bool = False) -> Work:
         def run(m: MeshCollectives) -> jax.Array:
             out = m.all_reduce(x, op)

@@ -1,21 +1,20 @@
 """Gradient buckets and their collectives for :class:`DistributedDataParallel`.
 
 torch's ``Reducer`` groups gradients into buckets, flattens each bucket into one buffer and runs
-one all-reduce per bucket. Here a bucket is a list of parameter indices; packing (flatten +
-concatenate) and unpacking (split + reshape + divide by the world size) are small jitted
-programs cached by the bucket's shapes, so a bucket costs three dispatches whatever its number
-of tensors.
+one all-reduce per bucket. Here a bucket is a list of parameter indices, and the averaging of
+all buckets is one call of the backend's ``all_reduce_buckets``: between processes that is one
+compiled program (packing, one collective per bucket, unpacking and the division), so a
+backward's whole reduction costs one dispatch.
 
 The same code runs eagerly (after ``loss.backward()``) and inside a compiled step
-(``spx.compile``): there the gradients are tracers, and each bucket's collective is an ordered
-``io_callback`` — the compiled program calls back into the host, which runs the eager
-collective on the process group, so every rank's program issues the same collectives in the
-same order.
+(``spx.compile``): there the gradients are tracers, the buckets are packed inside the step's
+program, and one ordered ``io_callback`` hands the packed buffers to the host, which runs the
+eager reduction on the process group, so every rank's program issues the same collectives in
+the same order.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
+
+from spx.distributed.buckets import pack, unpack
 
 MB = 1024 * 1024
 DEFAULT_BUCKET_CAP_MB = 25
@@ -54,19 +55,31 @@ def assign_buckets(sizes: Sequence[tuple[int, Any]], caps: Sequence[int]) -> lis
     return out
 
 
-@jax.jit
-def _pack(arrays: list[Any]) -> Any:
-    return jnp.concatenate([a.reshape(-1) for a in arrays])
+def average_buckets(
+    arrays: list[Any],
+    buckets: list[list[int]],
+    average: Callable[[list[Any], list[list[int]]], list[Any]],
+) -> list[Any]:
+    """``arrays`` averaged over ranks by ``average(arrays, buckets) -> arrays``, which runs
+    eagerly; inside a trace the buckets are packed in the program and ``average`` gets the
+    packed buffers (one bucket each) through one ordered ``io_callback`` at execution time.
+    """
+    if not any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return average(arrays, buckets)
+    flats = [pack([arrays[i] for i in bucket]) for bucket in buckets]
+    specs = [jax.ShapeDtypeStruct(f.shape, f.dtype) for f in flats]
+    singles = [[k] for k in range(len(flats))]
 
+    def host(*packed: Any) -> list[Any]:
+        return [np.asarray(a) for a in average([jnp.asarray(f) for f in packed], singles)]
 
-@functools.partial(jax.jit, static_argnums=(1,))
-def _unpack(flat: Any, shapes: tuple[tuple[int, ...], ...], scale: Any) -> list[Any]:
-    out, start = [], 0
-    flat = flat * scale.astype(flat.dtype)
-    for shape in shapes:
-        n = int(np.prod(shape))
-        out.append(flat[start : start + n].reshape(shape))
-        start += n
+    reduced = io_callback(host, specs, *flats, ordered=True)
+    out: list[Any] = list(arrays)
+    one = jnp.float32(1.0)
+    for bucket, flat in zip(buckets, reduced, strict=True):
+        shapes = tuple(tuple(arrays[i].shape) for i in bucket)
+        for i, a in zip(bucket, unpack(flat, shapes, one), strict=True):
+            out[i] = a
     return out
 
 
@@ -84,7 +97,7 @@ def reduce_buckets(
     out: list[Any] = list(arrays)
     for bucket in buckets:
         members = [arrays[i] for i in bucket]
-        flat = _pack(members)
+        flat = pack(members)
         if traced:
             specs = (
                 jax.ShapeDtypeStruct(flat.shape, flat.dtype),
@@ -95,7 +108,7 @@ def reduce_buckets(
             summed, scale = all_reduce(flat)
             scale = jnp.float32(scale)
         shapes = tuple(tuple(a.shape) for a in members)
-        for i, a in zip(bucket, _unpack(summed, shapes, scale), strict=True):
+        for i, a in zip(bucket, unpack(summed, shapes, scale), strict=True):
             out[i] = a
     return out
 

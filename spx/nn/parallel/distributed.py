@@ -52,13 +52,12 @@ class _Reducer:
         self.buckets: list[list[int]] = []
         self.collectives = 0  # all-reduces issued by the last synced backward (for tests)
 
-    def all_reduce_sum(self, flat: Any) -> tuple[Any, float]:
-        from spx.distributed.reduce_op import ReduceOp
-
+    def average(self, arrays: list[Any], buckets: list[list[int]]) -> list[Any]:
+        """``arrays`` averaged over the group, one SUM all-reduce per bucket (eager)."""
         if not self.ddp.require_backward_grad_sync:  # under no_sync() at run time (compiled)
-            return flat, 1.0
-        self.collectives += 1
-        return self.pg.backend.all_reduce(flat, ReduceOp.SUM).wait(), 1.0 / self.pg.size()
+            return arrays
+        self.collectives += len(buckets)
+        return self.pg.backend.all_reduce_buckets(arrays, buckets, 1.0 / self.pg.size()).wait()
 
     def broadcast0(self, flat: Any) -> tuple[Any, float]:
         return self.pg.backend.broadcast(flat, 0).wait(), 1.0
@@ -294,7 +293,7 @@ class DistributedDataParallel(Module):
             for i in missing:
                 grads[i] = jnp.zeros(params[i].shape, params[i].dtype)
             used = self._globally_used(grads, missing)
-        out = _reducer.reduce_buckets(grads, reducer.buckets, reducer.all_reduce_sum)
+        out = _reducer.average_buckets(grads, reducer.buckets, reducer.average)
         for i, (p, g) in enumerate(zip(params, out, strict=True)):
             if p._grad is not None:
                 p._grad._data = g
