@@ -71,6 +71,42 @@ def _aval_of(ref: Any) -> Any:
     return type(ref)
 
 
+def stop_gradient(x: Any) -> Any:
+    """Identity whose derivative is zero (``detach``; inputs of operations under no_grad)."""
+    return jax.lax.stop_gradient(x)
+
+
+_MIXED_MODES = (
+    "an operation under no_grad read a tensor with autograd history inside {modes} spx.func "
+    "transforms: torch lets forward-mode derivatives (jvp, jacfwd) through no_grad and stops "
+    "reverse-mode ones (grad, vjp, jacrev), and one JAX trace cannot do both (hessian is "
+    "jacfwd(jacrev(f))). Use x.detach() instead of no_grad to stop both, or move the no_grad "
+    "computation out of the transformed function."
+)
+
+
+def _cut(refs: tuple) -> tuple:
+    """``refs`` as the inputs of an operation recorded under no_grad inside spx.func.
+
+    spx's own backward never enters such an operation (its result has no history), but a JAX
+    transform tracing the whole function does: inside ``spx.func.grad``/``vjp``/``jacrev``
+    inputs with history are read through :func:`stop_gradient`, so the result is a constant
+    as in ``torch.func.grad``; inside ``jvp``/``jacfwd`` they are not (torch's forward-mode AD
+    ignores no_grad).
+    """
+    modes = graph.STATE.func_modes
+    if modes[-1] == "forward" and "reverse" not in modes:
+        return refs
+    out = []
+    for ref in refs:
+        if type(ref) is tuple and ref[0].requires_grad:
+            if "forward" in modes:
+                raise NotImplementedError(_MIXED_MODES.format(modes=" and ".join(modes)))
+            ref = (Node(stop_gradient, (), (ref,), (ref[0].avals[ref[1]],), None, False), 0)
+        out.append(ref)
+    return tuple(out)
+
+
 def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
     """Record ``fn(*args, *static)``; return a Tensor (or a tuple of Tensors if ``n_out``).
 
@@ -85,6 +121,8 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
         args = state.autocast.cast_args(fn, args)
     grad_on = state.grad_enabled
     refs = tuple([ref_of(a, grad_on) for a in args])
+    if not grad_on and state.func_modes and fn is not stop_gradient:
+        refs = _cut(refs)
     avals = infer(fn, static, tuple([_aval_of(r) for r in refs]))
     requires_grad = False
     if grad_on:

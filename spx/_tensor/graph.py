@@ -146,6 +146,11 @@ class _ThreadState(threading.local):
         # and the thread's stack of regions it is chosen from (spx.amp.autocast_mode).
         self.autocast: Any = None
         self.autocast_regions: Any = None
+        # The spx.func transforms running the current function, outermost first: "reverse"
+        # (grad, vjp, jacrev) or "forward" (jvp, jacfwd). Operations under no_grad read
+        # inputs with history through stop_gradient inside reverse ones (torch.func.grad
+        # respects no_grad; forward-mode AD ignores it).
+        self.func_modes: list[str] = []
 
 
 STATE = _ThreadState()

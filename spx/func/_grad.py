@@ -66,7 +66,7 @@ def grad_and_value(
             new_args = list(args)
             for n, (_, spec), values in zip(nums, flat, diff, strict=True):
                 new_args[n] = tensors(spec, values, requires_grad=True)
-            out = call(func, new_args, kwargs)
+            out = call(func, new_args, kwargs, "reverse")
             aux = None
             if has_aux:
                 out, aux = check_has_aux(out, _API)

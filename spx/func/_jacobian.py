@@ -42,6 +42,7 @@ def _jacobian(
     randomness: str = "same",
 ) -> Callable[..., Any]:
     """A Jacobian function over ``transform`` (``jax.jacrev`` or ``jax.jacfwd``)."""
+    mode = "forward" if transform is jax.jacfwd else "reverse"
 
     @guard_history(transform.__name__)
     @functools.wraps(func)
@@ -55,7 +56,7 @@ def _jacobian(
             new_args = list(args)
             for n, (_, spec), values in zip(nums, flat, diff, strict=True):
                 new_args[n] = tensors(spec, values, requires_grad=True)
-            out = call(func, new_args, kwargs)
+            out = call(func, new_args, kwargs, mode)
             aux = None
             if has_aux:
                 out, aux = check_has_aux(out, api)

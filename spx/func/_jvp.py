@@ -91,7 +91,7 @@ def jvp(
     out_box: dict[str, Any] = {}
 
     def inner(values: list[jax.Array]) -> tuple[list[jax.Array], list[jax.Array]]:
-        out = call(func, tensors(p_spec, values, requires_grad=True), {})
+        out = call(func, tensors(p_spec, values, requires_grad=True), {}, "forward")
         aux = None
         if has_aux:
             out, aux = check_has_aux(out, _API)

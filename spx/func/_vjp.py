@@ -72,7 +72,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
             tensors(spec, values, requires_grad=True)
             for (_, spec), values in zip(flat, diff, strict=True)
         ]
-        out = call(func, args, {})
+        out = call(func, args, {}, "reverse")
         aux = None
         if has_aux:
             out, aux = check_has_aux(out, "vjp(f, *primals)")

@@ -109,10 +109,19 @@ def tensors(spec: TreeSpec, arrays: Sequence[Any], requires_grad: bool = False) 
     return spec.unflatten([enter(a, requires_grad) for a in arrays])
 
 
-def call(func: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """Run the user's function inside a differentiating transform (see the module doc)."""
-    with enable_grad():
-        out = func(*args, **kwargs)
+def call(func: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], mode: str) -> Any:
+    """Run the user's function inside a differentiating transform (see the module doc).
+
+    ``mode`` is "reverse" (grad, vjp, jacrev) or "forward" (jvp, jacfwd): it decides whether
+    no_grad inside stops the transform's derivative (see :func:`spx._tensor.dispatch._cut`).
+    """
+    modes = graph.STATE.func_modes
+    modes.append(mode)
+    try:
+        with enable_grad():
+            out = func(*args, **kwargs)
+    finally:
+        modes.pop()
     note_captured(out)
     return out
 

@@ -313,3 +313,39 @@ def test_no_mark_when_nothing_from_outside_requires_grad():
     assert not spx.func.hessian(lambda v: (v**3).sum())(spx.ones(2)).requires_grad
     out, vjp_fn = spx.func.vjp(lambda v: v.sin(), spx.ones(2))
     assert not out.requires_grad and not vjp_fn(spx.ones(2))[0].requires_grad
+
+
+def _with_no_grad_inside(lib, x):
+    with lib.no_grad():
+        c = x.cos() * x  # a constant to reverse mode, as torch.func.grad respects no_grad
+    return (x.sin() * c).sum()
+
+
+@pytest.mark.parametrize("api", ["grad", "vjp", "jacrev", "jacfwd", "jvp"])
+def test_no_grad_inside_stops_reverse_mode_not_forward_mode_as_in_torch(api):
+    # torch.func.grad/vjp/jacrev treat results computed under no_grad as constants; forward
+    # mode (jvp, jacfwd) ignores no_grad. Before, spx's gradient went through them silently.
+    def run(lib, x):
+        f = lambda x: _with_no_grad_inside(lib, x)  # noqa: E731
+        if api == "vjp":
+            return lib.func.vjp(f, x)[1](lib.tensor(1.0))[0]
+        if api == "jvp":
+            return lib.func.jvp(f, (x,), (lib.ones(6),))[1]
+        return getattr(lib.func, api)(f)(x)
+
+    t, s = _both(run, X.reshape(-1))
+    _close(s, t)
+
+
+def test_no_grad_inside_mixed_forward_and_reverse_transforms_raises_with_the_fix():
+    # torch's hessian (jacfwd over jacrev) lets the forward derivative through no_grad but not
+    # the reverse one; one JAX trace cannot, so spx refuses rather than differ silently.
+    x = spx.tensor(X.reshape(-1))
+    with pytest.raises(NotImplementedError, match=r"x.detach\(\) instead of no_grad"):
+        spx.func.hessian(lambda x: _with_no_grad_inside(spx, x))(x)
+    # detach() stops both modes in torch and in spx: the same hessian.
+    t, s = _both(
+        lambda lib, x: lib.func.hessian(lambda x: (x.sin() * x.cos().detach()).sum())(x),
+        X.reshape(-1),
+    )
+    _close(s, t)

@@ -19,7 +19,7 @@ import numpy as np
 
 from spx import _user_code
 from spx._tensor import graph
-from spx._tensor.dispatch import apply
+from spx._tensor.dispatch import apply, stop_gradient
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.inplace import _astype
 
@@ -110,8 +110,7 @@ def _device_of_value(value: Any) -> Any:
     return next(iter(found)) if len(found) == 1 else None
 
 
-def _stop_gradient(x: Any) -> Any:
-    return jax.lax.stop_gradient(x)
+_stop_gradient = stop_gradient
 
 
 def _real(x: Any) -> Any:
