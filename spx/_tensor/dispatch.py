@@ -107,6 +107,23 @@ def _cut(refs: tuple) -> tuple:
     return tuple(out)
 
 
+_FIRST: dict[Any, Any] = {}
+
+
+def _first_of(fn: Any) -> Any:
+    """``fn`` returning a 1-tuple, as a function returning its one array (cached: the
+    function's identity keys the program caches). A recorded operation with one output holds
+    a bare array; ``unbind`` along a dimension of size 1 is such a tuple function."""
+    single = _FIRST.get(fn)
+    if single is None:
+
+        def single(*args: Any) -> Any:
+            return fn(*args)[0]
+
+        _FIRST[fn] = single
+    return single
+
+
 def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
     """Record ``fn(*args, *static)``; return a Tensor (or a tuple of Tensors if ``n_out``).
 
@@ -134,6 +151,8 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
                         jnp.issubdtype(a.dtype, jnp.inexact) for a in avals
                     )
                 break
+    if n_out and len(avals) == 1:
+        fn = _first_of(fn)
     node = Node(fn, static, refs, avals, None, requires_grad)
     wrap = _tensor_type()._wrap
     if not n_out:

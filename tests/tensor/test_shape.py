@@ -96,6 +96,10 @@ SHAPE_CASES = [
     ("unbind", lambda m, x: x.unbind(), (3, 2)),
     ("unbind_dim", lambda m, x: x.unbind(1), (3, 2)),
     ("iter", lambda m, x: tuple(iter(x)), (3, 2)),
+    # One piece: a batch of size 1 iterated (its row had the outer dimension still).
+    ("unbind_size1", lambda m, x: x.unbind(0), (1, 3)),
+    ("unbind_size1_dim", lambda m, x: x.unbind(1), (2, 1)),
+    ("iter_size1", lambda m, x: tuple(r * 2 + r.sum() for r in x), (1, 3)),
     ("diagonal", lambda m, x: x.diagonal(), (3, 4)),
     ("diagonal_offset", lambda m, x: x.diagonal(1), (3, 4)),
     ("diagonal_neg_offset", lambda m, x: x.diagonal(-1), (3, 4)),
