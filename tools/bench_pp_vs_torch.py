@@ -227,9 +227,13 @@ def _timed(step, barrier, a: argparse.Namespace, t_init: float, destroy) -> dict
             first = time.time()
         if i >= a.warmup:
             times.append(time.perf_counter() - start)
-    destroy()
     t0 = float(os.environ["BENCH_LAUNCH_T0"])
-    return {"times": times, "first_step": first - t0, "init_to_first_step": first - t_init}
+    report = {"times": times, "first_step": first - t0, "init_to_first_step": first - t_init}
+    if int(os.environ.get("RANK", "0")) == 0:  # before the teardown, which gloo can abort in
+        with open(a.out, "w") as f:
+            json.dump(report, f)
+    destroy()
+    return report
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -272,12 +276,15 @@ def launch(kind: str, nprocs: int, a: argparse.Namespace, cache: str) -> dict:
         proc.wait()
         raise SystemExit(f"{kind} on {nprocs} processes did not finish in 900 s") from None
     try:
-        if proc.returncode != 0:
+        with open(out) as f:
+            text = f.read()
+        if not text:  # rank 0 writes its report after the timed steps
             raise SystemExit(
                 f"{kind} on {nprocs} processes failed (exit {proc.returncode}):\n{err.decode()}"
             )
-        with open(out) as f:
-            return json.load(f)
+        if proc.returncode != 0:
+            print(f"  ({kind} exited {proc.returncode} in teardown, after its report)", flush=True)
+        return json.loads(text)
     finally:
         os.remove(out)
 
@@ -302,10 +309,7 @@ def main() -> None:
     parser.add_argument("--out", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.worker:
-        report = (worker_spx if a.worker == "spx" else worker_torch)(a)
-        if int(os.environ["RANK"]) == 0:
-            with open(a.out, "w") as f:
-                json.dump(report, f)
+        (worker_spx if a.worker == "spx" else worker_torch)(a)  # rank 0 writes a.out
         return
     for n in a.nprocs:
         if a.blocks % n:
