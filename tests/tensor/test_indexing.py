@@ -210,3 +210,11 @@ def test_basic_indices_repeated_over_shapes():
     for i in range(4):
         x[i] = float(i)
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_uint8_index_is_a_mask_with_torchs_warning():
+    mask = np.array([1, 0, 1], np.uint8)
+    with pytest.warns(UserWarning):  # both warn; spx's own warning is checked below
+        check(lambda m, x, k: x[k], (3,), mask)
+    with pytest.warns(UserWarning, match="uint8 is now deprecated, please use a dtype torch.bool"):
+        assert spx.tensor([10.0, 20.0, 30.0])[spx.tensor(mask)].tolist() == [10.0, 30.0]

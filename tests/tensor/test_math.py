@@ -418,3 +418,35 @@ def test_scalar_stays_weak():
     assert (x * 1e3).dtype == spx.float16
     assert (x + 2).dtype == spx.float16
     assert (2.0 - x).dtype == spx.float16
+
+
+# -- pow's corner cases (found by differential fuzzing against torch) --------------------------
+POW_BASE = np.array([0.0, 0.0, 2.0, -2.0, 1.5], np.float32)
+POW_EXP = np.array([0.0, 2.0, 0.5, 3.0, -1.0], np.float32)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: x**0,
+        lambda m, x: x**2,
+        lambda m, x: x**3.0,
+        lambda m, x: x ** x.abs(),
+        lambda m, x: 2.0**x,
+    ],
+)
+def test_pow_gradients_at_zero_are_torchs_not_nan(fn):
+    check(fn, POW_BASE)
+    check_grad(fn, POW_BASE)
+
+
+def test_pow_tensor_exponent_gradients_at_zero_base():
+    check(lambda m, x, y: m.pow(x, y), POW_BASE, POW_EXP)
+    check_grad(lambda m, x, y: m.pow(x, y), POW_BASE, np.abs(POW_EXP))
+
+
+def test_integer_pow_with_negative_exponents():
+    base = np.array([3, -3, 2, 1, -1, -1, 0], np.int64)
+    exp = np.array([-1, -2, -1, -5, -3, -2, 2], np.int64)
+    check(lambda m, x, y: x**y, base, exp)
+    check(lambda m, x, y: m.pow(x, y), base.astype(np.int8), exp.astype(np.int8))

@@ -264,3 +264,50 @@ def test_reduce_0d():
     check(lambda m, x: x.reshape(()).argmax(), (1,))
     check(lambda m, x: x.reshape(()).cumsum(0), (1,))
     check(lambda m, x: x.reshape(()).sort(), (1,))
+
+
+# -- found by differential fuzzing against torch ---------------------------------------------
+NAN3 = np.array([1.0, np.nan, 3.0, np.nan, 0.0], np.float32)
+CONST = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], np.float32)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: x.std(),
+        lambda m, x: x.std(1),
+        lambda m, x: x.std(1, correction=0),
+        lambda m, x: x.std(1, unbiased=False, keepdim=True),
+        lambda m, x: m.std_mean(x, 1)[0],
+    ],
+)
+def test_std_gradient_is_zero_where_the_deviation_is(fn):
+    # jnp.std's derivative is 0 / 0 = NaN for a constant row; torch's is 0.
+    check(fn, CONST)
+    check_grad(fn, CONST)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.bool_, np.int32])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_integer_scans_accumulate_in_the_default_integer(op, dtype):
+    x = np.array([100, 100, 3], dtype) if dtype != np.bool_ else np.array([True, True, False])
+    check(lambda m, x: getattr(x, op)(0), x)
+    check(lambda m, x: getattr(m, op)(x, 0, dtype=m.float32), x)
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_cummin_propagate_nan(op):
+    check(lambda m, x: getattr(x, op)(0), NAN3)
+
+
+def test_sort_descending_puts_nan_first():
+    check(lambda m, x: x.sort(descending=True), NAN3)
+    check(lambda m, x: x.argsort(descending=True), NAN3)
+    ties = np.array([3.0, 1.0, 3.0, 2.0, 1.0], np.float32)
+    check(lambda m, x: x.sort(descending=True, stable=True), ties)
+
+
+@pytest.mark.parametrize("dim", [[], ()])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "std", "var", "nansum"])
+def test_empty_dim_list_reduces_everything(op, dim):
+    check(lambda m, x: getattr(x, op)(dim=dim), (2, 3))

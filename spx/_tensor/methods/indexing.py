@@ -14,6 +14,7 @@ out-of-range entry then reads NaN for floats, as in JAX).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -246,10 +247,24 @@ def _dtype_of(obj: Any) -> Any:
     return obj.dtype
 
 
+_UINT8_INDEX = (
+    "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+)
+
+
+def _uint8_as_mask(e: Any) -> Any:
+    """A uint8 index is a mask, as torch still reads it (with its deprecation warning)."""
+    if isinstance(e, list) or not _is_array_like(e) or np.dtype(e.dtype) != np.uint8:
+        return e
+    warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=4)
+    return e.bool() if hasattr(e, "_ref") else e.astype(bool)
+
+
 def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
     if not isinstance(index, tuple):
         index = (index,)
+    index = tuple([_uint8_as_mask(e) for e in index])
     consumed = 0
     for e in index:
         if e is None or e is Ellipsis:

@@ -264,7 +264,47 @@ def _xlogy(x: Any, y: Any) -> Any:
 
 
 def _pow(x: Any, y: Any) -> Any:
-    return jnp.power(*_zero_dim(x, y))
+    x, y = _zero_dim(x, y)
+    dtype = jnp.result_type(x, y)
+    if jnp.issubdtype(dtype, jnp.integer):
+        return _int_pow(jnp.asarray(x).astype(dtype), jnp.asarray(y).astype(dtype))
+    if not jnp.issubdtype(dtype, jnp.floating):
+        return jnp.power(x, y)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    # Integer exponents stay integers (exact repeated multiplication, as before).
+    y = y if jnp.issubdtype(y.dtype, jnp.integer) else y.astype(dtype)
+    return _real_pow(x.astype(dtype), y)
+
+
+def _int_pow(x: Any, y: Any) -> Any:
+    """Integer powers as torch computes them: a negative exponent gives 0, except for bases 1
+    and -1 (XLA's integer power returns garbage there)."""
+    negative = y < 0
+    positive = jnp.power(x, jnp.where(negative, 0, y))
+    odd = (y % 2) != 0
+    unit = jnp.where(x == 1, 1, jnp.where(x == -1, jnp.where(odd, -1, 1), 0)).astype(x.dtype)
+    return jnp.where(negative, unit, positive)
+
+
+@jax.custom_jvp
+def _real_pow(x: Any, y: Any) -> Any:
+    return jnp.power(x, y)
+
+
+@_real_pow.defjvp
+def _real_pow_jvp(primals: tuple, tangents: tuple) -> tuple:
+    # torch's pow_backward: no gradient to the base where the exponent is 0 (0 * 0^-1 is NaN
+    # in the plain derivative), none to the exponent where the base is 0 and the exponent
+    # non-negative (0 * log 0).
+    x, y = primals
+    dx, dy = tangents
+    out = _real_pow(x, y)
+    d_base = jnp.where(y == 0, 0, y.astype(x.dtype) * _real_pow(x, y - 1))
+    tangent = d_base * dx
+    if jnp.issubdtype(y.dtype, jnp.inexact):
+        d_exponent = jnp.where((x == 0) & (y >= 0), 0, out * jnp.log(x))
+        tangent = tangent + d_exponent * dy
+    return out, jnp.broadcast_to(tangent, out.shape).astype(out.dtype)
 
 
 def _rpow(x: Any, y: Any) -> Any:

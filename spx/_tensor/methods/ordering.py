@@ -144,12 +144,13 @@ def _quantile(x: Any, q: Any, axis: int, keepdims: bool, method: str, nan: bool)
 def _sort(x: Any, axis: int, descending: bool, stable: bool) -> tuple:
     if x.ndim == 0:
         return _index_zero(x)
-    key = -x if descending and jnp.issubdtype(x.dtype, jnp.inexact) else x
-    if descending and not jnp.issubdtype(x.dtype, jnp.inexact):
+    if descending:
+        # The ascending order of the reversed input, reversed: ties keep their order and NaN
+        # comes first, as in torch (negating the keys would sort NaN last).
         idx = jnp.flip(jnp.argsort(jnp.flip(x, axis), axis=axis, stable=True), axis)
         idx = x.shape[axis] - 1 - idx
     else:
-        idx = jnp.argsort(key, axis=axis, stable=True)
+        idx = jnp.argsort(x, axis=axis, stable=True)
     return jnp.take_along_axis(x, idx, axis=axis), idx
 
 

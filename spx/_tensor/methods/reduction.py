@@ -54,7 +54,9 @@ def _var(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
 
 
 def _std(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
-    return jnp.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+    # The root of the variance with torch's zero gradient where it is 0 (constant rows), where
+    # jnp.std's derivative is 0 / 0 = NaN.
+    return _safe_root(jnp.var(x, axis=axis, ddof=correction, keepdims=keepdims), 2)
 
 
 def _amax(x: Any, axis: tuple | None, keepdims: bool) -> Any:
@@ -133,7 +135,10 @@ def _cum_extreme(x: Any, axis: int, is_max: bool) -> tuple:
     def combine(a: tuple, b: tuple) -> tuple:
         va, ia = a
         vb, ib = b
+        # torch: a NaN wins and stays (NaN as the extreme, ties to the later position).
         take_b = (vb >= va) if is_max else (vb <= va)
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            take_b = jnp.isnan(vb) | (take_b & ~jnp.isnan(va))
         return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
 
     return lax.associative_scan(combine, (x, pos), axis=axis)
@@ -237,14 +242,22 @@ def _corrcoef(x: Any) -> Any:
 
 
 def _axes(dim: Any, ndim: int) -> tuple | None:
-    if dim is None:
-        return None
+    if dim is None or (isinstance(dim, list | tuple) and not dim):
+        return None  # torch reduces over every dimension for dim=[] too
     axes = _dims.dims(dim, ndim)
     return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1: nothing to reduce
 
 
 def _dtype(dtype: Any) -> Any:
     return None if dtype is None else canonical(dtype)
+
+
+def _scan_dtype(x: Any, dtype: Any) -> Any:
+    """cumsum/cumprod's result dtype: as torch, bool and integer inputs accumulate in int64
+    (spx's default integer: int32 unless x64 is on) instead of overflowing their own type."""
+    if dtype is None and (x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer)):
+        return jax.dtypes.canonicalize_dtype(jnp.int64)
+    return _dtype(dtype)
 
 
 def _correction(correction: Any, unbiased: Any) -> float:
@@ -347,10 +360,10 @@ class ReductionMethods(OrderingMethods):
         return apply(_norm, (p, _axes(dim, self.ndim), keepdim), (x,))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
-        return apply(_cumsum, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))
+        return apply(_cumsum, (_dims.dim(dim, self.ndim), _scan_dtype(self, dtype)), (self,))
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
-        return apply(_cumprod, (_dims.dim(dim, self.ndim), _dtype(dtype)), (self,))
+        return apply(_cumprod, (_dims.dim(dim, self.ndim), _scan_dtype(self, dtype)), (self,))
 
     def cummax(self, dim: int) -> Any:
         d = _dims.dim(dim, self.ndim)
