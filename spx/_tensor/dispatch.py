@@ -28,6 +28,7 @@ from spx._tensor.graph import Node, Storage, note_pending, value_node
 
 _AVALS: dict[tuple, tuple] = {}
 _INEXACT: dict[tuple, bool] = {}  # output avals -> whether any is inexact (can carry grad)
+_ONE_TUPLE: set[tuple] = set()  # (fn, static, in_avals) whose fn returns a 1-tuple
 _SCALARS = (int, float, bool, complex)
 
 
@@ -43,8 +44,11 @@ def infer(fn: Any, static: tuple, in_avals: tuple) -> tuple:
     out = _AVALS.get(key)
     if out is None:
         shapes = jax.eval_shape(lambda *xs: fn(*xs, *static), *[_spec(a) for a in in_avals])
-        leaves = shapes if isinstance(shapes, tuple | list) else (shapes,)
+        is_tuple = isinstance(shapes, tuple | list)
+        leaves = shapes if is_tuple else (shapes,)
         out = tuple(jax.core.ShapedArray(s.shape, s.dtype, weak_type=s.weak_type) for s in leaves)
+        if is_tuple and len(out) == 1:
+            _ONE_TUPLE.add(key)
         _AVALS[key] = out
     return out
 
@@ -140,7 +144,8 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
     refs = tuple([ref_of(a, grad_on) for a in args])
     if not grad_on and state.func_modes and fn is not stop_gradient:
         refs = _cut(refs)
-    avals = infer(fn, static, tuple([_aval_of(r) for r in refs]))
+    in_avals = tuple([_aval_of(r) for r in refs])
+    avals = infer(fn, static, in_avals)
     requires_grad = False
     if grad_on:
         for r in refs:
@@ -151,7 +156,7 @@ def apply(fn: Any, static: tuple, args: tuple, n_out: int = 0) -> Any:
                         jnp.issubdtype(a.dtype, jnp.inexact) for a in avals
                     )
                 break
-    if n_out and len(avals) == 1:
+    if n_out and len(avals) == 1 and (fn, static, in_avals) in _ONE_TUPLE:
         fn = _first_of(fn)
     node = Node(fn, static, refs, avals, None, requires_grad)
     wrap = _tensor_type()._wrap

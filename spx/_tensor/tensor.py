@@ -82,6 +82,32 @@ def _write_back(base: Any, new: Any, *rest: Any) -> Any:
     return flat.reshape(base.shape)
 
 
+@jax.custom_jvp
+def _kept_history(old: Any, new: Any) -> Any:
+    """``new``'s value with ``old``'s derivative: a write autograd does not record."""
+    return new
+
+
+@_kept_history.defjvp
+def _kept_history_jvp(primals: tuple, tangents: tuple) -> tuple:
+    return primals[1], tangents[0]
+
+
+def _unrecorded_write(old: tuple, new: tuple) -> tuple:
+    """The storage reference after a write that torch's autograd does not see (under no_grad,
+    through ``.data`` or a ``detach()``ed alias) into ``old``, a result with history: the
+    written values, and gradients still flow into ``old``'s history as if it were unchanged,
+    as torch keeps the tensor's ``grad_fn`` (the straight-through estimator's
+    ``y.data = y.data.round()``)."""
+    node = old[0]
+    kept = Node(_kept_history, (), (old, new), (node.avals[old[1]],), None, True)
+    return (kept, 0)
+
+
+def _detached_chain(chain: tuple) -> bool:
+    return any(step[0] is _stop_gradient for step in chain)
+
+
 class _View:
     """How a view derives from its base: ``chain`` of ``(fn, static, n_extra)`` steps applied
     to the base's value with ``extras`` (dynamic inputs such as slice starts); ``version`` is
@@ -266,16 +292,24 @@ class Tensor(
         if new.dtype != aval.dtype:
             new = new._cast_for_inplace(aval.dtype)
         view = self._view
+        unrecorded = not graph.STATE.grad_enabled
         if view is not None:
             base = view.base
+            bs = base._cur()
+            old = (bs.node, bs.idx)
             merged = apply(_write_back, (view.chain,), (base, new, *view.extras))
-            bs = base._s
-            bs.node, bs.idx = merged._s.node, merged._s.idx
+            ref = (merged._s.node, merged._s.idx)
+            if bs.node.requires_grad and (unrecorded or _detached_chain(view.chain)):
+                ref = _unrecorded_write(old, ref)
+            bs.node, bs.idx = ref
             bs.version += 1
             graph.note_pending(bs)
             view.version = bs.version
         s = self._s
-        s.node, s.idx = new._s.node, new._s.idx
+        ref = (new._s.node, new._s.idx)
+        if unrecorded and s.node.requires_grad:
+            ref = _unrecorded_write((s.node, s.idx), ref)
+        s.node, s.idx = ref
         s.version += 1
         if s.node.values is None:
             graph.note_pending(s)
@@ -323,8 +357,15 @@ class Tensor(
         from spx.ops.creation import as_value
 
         array = as_value(value)
+        s = self._cur()
+        node = value_node(array)
         self._view = None
-        self._s = Storage(value_node(array))
+        if s.node.requires_grad and s.aval.shape == array.shape and s.aval.dtype == array.dtype:
+            # torch keeps the tensor's history (grad_fn): new values, the old derivative.
+            kept, idx = _unrecorded_write((s.node, s.idx), (node, 0))
+            self._s = new_storage(kept, idx)
+        else:
+            self._s = Storage(node)
 
     def _alias(self) -> Tensor:
         t = object.__new__(Tensor)

@@ -266,3 +266,55 @@ def test_inplace_bumps_aliases():
 
 def test_inplace_errors_messages():
     check_raises(lambda m, x: x.long().add_(0.5), X, error=RuntimeError)
+
+
+# -- writes autograd does not record keep the tensor's history (torch keeps its grad_fn) ------
+def _data_assign(m, x):
+    y = x * 1.5
+    y.data = y.data.round()  # the straight-through estimator's form
+    return y * x
+
+
+def _detached_item(m, x):
+    y = x * 2
+    y.detach()[0] = 100.0
+    return y * x
+
+
+def _data_inplace(m, x):
+    y = x * 2
+    y.data.mul_(10)
+    return y * x
+
+
+def _no_grad_item(m, x):
+    y = x * 2
+    with m.no_grad():
+        y[1] = 100.0
+    return y * x
+
+
+def _no_grad_view(m, x):
+    y = x * 2
+    v = y[1:]
+    with m.no_grad():
+        v.add_(1)
+    return v * x[1:]
+
+
+def _no_grad_whole(m, x):
+    y = x * 2
+    with m.no_grad():
+        y.mul_(3)
+    return y * x
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_data_assign, _detached_item, _data_inplace, _no_grad_item, _no_grad_view, _no_grad_whole],
+)
+def test_unrecorded_writes_keep_the_history(fn):
+    # Before: the write replaced the history, so x's gradient through y was silently lost.
+    x = np.array([0.3, 1.6, -0.7, 2.2], np.float32)
+    check(fn, x)
+    check_grad(fn, x)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
@@ -291,20 +292,26 @@ def _real_pow(x: Any, y: Any) -> Any:
     return jnp.power(x, y)
 
 
-@_real_pow.defjvp
 def _real_pow_jvp(primals: tuple, tangents: tuple) -> tuple:
     # torch's pow_backward: no gradient to the base where the exponent is 0 (0 * 0^-1 is NaN
     # in the plain derivative), none to the exponent where the base is 0 and the exponent
-    # non-negative (0 * log 0).
+    # non-negative (0 * log 0). A term whose tangent is a symbolic zero is left out, as torch
+    # computes only the gradients that are needed (log of a negative base is NaN, and NaN * 0
+    # would spoil forward mode's x ** 2.0).
     x, y = primals
     dx, dy = tangents
     out = _real_pow(x, y)
-    d_base = jnp.where(y == 0, 0, y.astype(x.dtype) * _real_pow(x, y - 1))
-    tangent = d_base * dx
-    if jnp.issubdtype(y.dtype, jnp.inexact):
+    tangent = jnp.zeros(out.shape, out.dtype)
+    if not isinstance(dx, SymbolicZero):
+        d_base = jnp.where(y == 0, 0, y.astype(x.dtype) * _real_pow(x, y - 1))
+        tangent = tangent + d_base * dx
+    if not isinstance(dy, SymbolicZero) and jnp.issubdtype(y.dtype, jnp.inexact):
         d_exponent = jnp.where((x == 0) & (y >= 0), 0, out * jnp.log(x))
         tangent = tangent + d_exponent * dy
-    return out, jnp.broadcast_to(tangent, out.shape).astype(out.dtype)
+    return out, tangent.astype(out.dtype)
+
+
+_real_pow.defjvp(_real_pow_jvp, symbolic_zeros=True)
 
 
 def _rpow(x: Any, y: Any) -> Any:
