@@ -150,6 +150,10 @@ INPLACE_ERRORS = [
     ("broadcast_grows", lambda m, x: x[0].add_(x)),
     ("bool_into_bool_add", lambda m, x: (x > 0).add_(1.5)),
     ("copy_wrong_shape", lambda m, x: x.clone().copy_(m.ones(5))),
+    # A 1-d value was taken elementwise (a silent copy_); torch refuses it.
+    ("fill_vector", lambda m, x: x.clone().fill_(m.ones(4))),
+    ("masked_fill_vector", lambda m, x: x.clone().masked_fill_(x > 0, m.ones(4))),
+    ("masked_fill_out_of_place_vector", lambda m, x: x.masked_fill(x > 0, m.ones(4))),
 ]
 
 

@@ -128,6 +128,11 @@ class InplaceMethods:
         return self._assign_op(_copy_into, (), (self, src))
 
     def fill_(self, value: Any) -> Any:
+        if getattr(value, "ndim", 0):
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions. (To write a tensor's values: x.copy_(value).)"
+            )
         return self._assign_op(_full_like, (), (self, value))
 
     def zero_(self) -> Any:

@@ -554,6 +554,12 @@ class MathMethods(LinalgMethods):
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """``value`` where ``mask`` is True, else ``self`` (``value``: number or 0-d tensor)."""
+        if getattr(value, "ndim", 0):
+            raise RuntimeError(
+                f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s). (For a tensor of values: torch.where(mask, value, "
+                "x), here spx.where.)"
+            )
         return apply(_masked_fill, (), (self, mask, value))
 
     def softmax(self, dim: int, dtype: Any = None) -> Any:
