@@ -28,6 +28,19 @@ peer included; one 2.5 MiB all-reduce alone is 2.8 ms, torch's gloo 3.0 ms) and 
 unpacking ~0.8 ms per bucket; torch overlaps its all-reduces with the backward, spx's eager
 backward is one program and its reduction starts after it.
 
+Runs of 2026-11-27 00:50-02:00, after a backward's reduction became one compiled program between
+processes (packing, one collective per bucket, unpacking and the division; it was three
+dispatches per bucket) and one host callback inside ``spx.compile`` (one per bucket before):
+the reduction alone on 2 processes (both ranks released by a barrier, 2 buckets, 2.5 MiB) took
+4.3-5.8 ms against 5.9-6.4 ms for the per-bucket code alternated with it, on 4 processes 16.9-19.9
+ms against 20.3-26.6. Whole steps, two runs (spx/torch): 2 processes eager 0.91 / 1.15, compiled
+1.10 / 1.23; 4 processes eager 1.26 / 1.04, compiled 1.25 / 1.07 (load 1.3-5.1; the compute
+floor 1.06 and 1.17 in those runs, torch's step 58-66 ms on 2 processes, 95-121 on 4). Per-phase
+timing of a 2-process eager step: ~40-45 ms until the gradients are ready, ~9-10 ms from there
+to the reduced gradients, of which ~4.5 ms the reduction itself and the rest waiting for the
+other rank (the ranks' compute drifts apart by that much on this shared 2-core box); torch
+overlaps its all-reduces with the backward, spx's eager backward is one program.
+
 Usage: ``python tools/bench_ddp_vs_torch.py [--nprocs 2 4] [--rounds 2] [--steps 30]``
 
 Results, 2026-11-26, 2-core CPU box, jax 0.10.2, torch 2.13.0, 20 timed steps, three runs
