@@ -104,7 +104,8 @@ def _cut(refs: tuple) -> tuple:
     out = []
     for ref in refs:
         if type(ref) is tuple and ref[0].requires_grad:
-            if "forward" in modes:
+            if "forward" in modes and graph.depends_on_tracer(ref[0]):
+                # (A tensor computed outside the transform is a constant to it either way.)
                 raise NotImplementedError(_MIXED_MODES.format(modes=" and ".join(modes)))
             ref = (Node(stop_gradient, (), (ref,), (ref[0].avals[ref[1]],), None, False), 0)
         out.append(ref)

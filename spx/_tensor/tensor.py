@@ -90,7 +90,8 @@ def _kept_history(old: Any, new: Any) -> Any:
 
 @_kept_history.defjvp
 def _kept_history_jvp(primals: tuple, tangents: tuple) -> tuple:
-    return primals[1], tangents[0]
+    # The primal output is the kept node again, so higher orders see old's derivative too.
+    return _kept_history(*primals), tangents[0]
 
 
 def _unrecorded_write(old: tuple, new: tuple) -> tuple:
@@ -102,6 +103,20 @@ def _unrecorded_write(old: tuple, new: tuple) -> tuple:
     node = old[0]
     kept = Node(_kept_history, (), (old, new), (node.avals[old[1]],), None, True)
     return (kept, 0)
+
+
+def _no_grad_stops_derivatives(old: Node) -> bool:
+    """Whether a write under no_grad into ``old`` (a result with history) is unseen by the
+    derivative being taken: always, except inside spx.func's forward-mode transforms (jvp,
+    jacfwd), whose derivative follows it as torch's forward-mode AD does."""
+    modes = graph.STATE.func_modes
+    if not modes or "forward" not in modes:
+        return True
+    if "reverse" in modes and graph.depends_on_tracer(old):
+        from spx._tensor.dispatch import _MIXED_MODES
+
+        raise NotImplementedError(_MIXED_MODES.format(modes=" and ".join(modes)))
+    return "reverse" in modes
 
 
 def _detached_chain(chain: tuple) -> bool:
@@ -292,14 +307,16 @@ class Tensor(
         if new.dtype != aval.dtype:
             new = new._cast_for_inplace(aval.dtype)
         view = self._view
-        unrecorded = not graph.STATE.grad_enabled
+        grad_off = not graph.STATE.grad_enabled
         if view is not None:
             base = view.base
             bs = base._cur()
             old = (bs.node, bs.idx)
             merged = apply(_write_back, (view.chain,), (base, new, *view.extras))
             ref = (merged._s.node, merged._s.idx)
-            if bs.node.requires_grad and (unrecorded or _detached_chain(view.chain)):
+            if bs.node.requires_grad and (
+                _detached_chain(view.chain) or (grad_off and _no_grad_stops_derivatives(bs.node))
+            ):
                 ref = _unrecorded_write(old, ref)
             bs.node, bs.idx = ref
             bs.version += 1
@@ -307,7 +324,7 @@ class Tensor(
             view.version = bs.version
         s = self._s
         ref = (new._s.node, new._s.idx)
-        if unrecorded and s.node.requires_grad:
+        if grad_off and s.node.requires_grad and _no_grad_stops_derivatives(s.node):
             ref = _unrecorded_write((s.node, s.idx), ref)
         s.node, s.idx = ref
         s.version += 1

@@ -349,3 +349,41 @@ def test_no_grad_inside_mixed_forward_and_reverse_transforms_raises_with_the_fix
         X.reshape(-1),
     )
     _close(s, t)
+
+
+@pytest.mark.parametrize("api", ["jvp", "jacfwd", "grad"])
+@pytest.mark.parametrize("view", [False, True])
+def test_in_place_write_under_no_grad_inside_transforms(api, view):
+    # Forward mode follows a write made under no_grad (torch's forward-mode AD ignores
+    # no_grad); reverse mode keeps the tensor's history, as torch keeps its grad_fn.
+    def f(lib, x):
+        y = x * 3
+        with lib.no_grad():
+            (y[1:] if view else y).mul_(2)
+        return (y * x).sum()
+
+    def run(lib, x):
+        g = lambda x: f(lib, x)  # noqa: E731
+        if api == "jvp":
+            return lib.func.jvp(g, (x,), (lib.ones(3),))[1]
+        return getattr(lib.func, api)(g)(x)
+
+    t, s = _both(run, np.array([1.0, 2.0, 3.0], np.float32))
+    _close(s, t)
+
+
+def test_no_grad_on_a_tensor_from_outside_is_fine_in_hessian():
+    # Only tensors the transform traces are ambiguous between forward and reverse mode.
+    def run(lib, x):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = w * 3
+
+        def f(x):
+            with lib.no_grad():
+                k = c + 1
+            return (x * x * k).sum()
+
+        return lib.func.hessian(f)(x)
+
+    t, s = _both(run, np.array([1.0, 1.0], np.float32))
+    _close(s, t)

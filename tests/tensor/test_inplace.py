@@ -322,3 +322,16 @@ def test_unrecorded_writes_keep_the_history(fn):
     x = np.array([0.3, 1.6, -0.7, 2.2], np.float32)
     check(fn, x)
     check_grad(fn, x)
+
+
+def test_unrecorded_write_keeps_the_history_at_second_order():
+    def run(m):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = x**3
+        with m.no_grad():
+            y.mul_(2)
+        (g,) = m.autograd.grad((y * y).sum(), x, create_graph=True)
+        g.sum().backward()
+        return x.grad.tolist()
+
+    assert run(spx) == run(torch)

@@ -450,3 +450,8 @@ def test_integer_pow_with_negative_exponents():
     exp = np.array([-1, -2, -1, -5, -3, -2, 2], np.int64)
     check(lambda m, x, y: x**y, base, exp)
     check(lambda m, x, y: m.pow(x, y), base.astype(np.int8), exp.astype(np.int8))
+
+
+def test_unsigned_pow_with_negative_exponent_is_not_garbage():
+    x = spx.tensor([3, 1, 0], dtype=spx.uint8)
+    assert (x ** spx.tensor([-1, -1, 2])).tolist() == [0, 1, 0]  # 3 ** -1 gave 171

@@ -311,3 +311,10 @@ def test_sort_descending_puts_nan_first():
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "std", "var", "nansum"])
 def test_empty_dim_list_reduces_everything(op, dim):
     check(lambda m, x: getattr(x, op)(dim=dim), (2, 3))
+
+
+@pytest.mark.parametrize("dim", [[], ()])
+@pytest.mark.parametrize("op", ["any", "all"])
+def test_empty_dim_list_reduces_nothing_for_any_all(op, dim):
+    x = np.array([[0.0, 1.0], [2.0, 0.0]], np.float32)
+    check(lambda m, x: getattr(x, op)(dim=dim), x)

@@ -256,6 +256,11 @@ def _uint8_as_mask(e: Any) -> Any:
     """A uint8 index is a mask, as torch still reads it (with its deprecation warning)."""
     if isinstance(e, list) or not _is_array_like(e) or np.dtype(e.dtype) != np.uint8:
         return e
+    if not e.ndim:
+        raise IndexError(
+            "a 0-d uint8 index is a 0-d mask in torch, which spx does not support: index with "
+            "an int (x[int(i)]) or, for the mask's meaning, x.unsqueeze(0) if i else x[:0]"
+        )
     warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=4)
     return e.bool() if hasattr(e, "_ref") else e.astype(bool)
 
@@ -496,6 +501,11 @@ class IndexingMethods:
         return apply(_index_update, (d, "copy"), (self, index, source, 1))
 
     def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        if getattr(value, "ndim", 0):
+            raise RuntimeError(
+                f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s). (To write a tensor's values: index_copy_.)"
+            )
         d = _dims.dim(dim, self.ndim)
         return apply(_index_update, (d, "fill"), (self, index, value, 1))
 

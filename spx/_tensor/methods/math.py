@@ -268,7 +268,7 @@ def _pow(x: Any, y: Any) -> Any:
     x, y = _zero_dim(x, y)
     dtype = jnp.result_type(x, y)
     if jnp.issubdtype(dtype, jnp.integer):
-        return _int_pow(jnp.asarray(x).astype(dtype), jnp.asarray(y).astype(dtype))
+        return _int_pow(jnp.asarray(x).astype(dtype), jnp.asarray(y))
     if not jnp.issubdtype(dtype, jnp.floating):
         return jnp.power(x, y)
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -280,9 +280,9 @@ def _pow(x: Any, y: Any) -> Any:
 def _int_pow(x: Any, y: Any) -> Any:
     """Integer powers as torch computes them: a negative exponent gives 0, except for bases 1
     and -1 (XLA's integer power returns garbage there)."""
-    negative = y < 0
-    positive = jnp.power(x, jnp.where(negative, 0, y))
+    negative = y < 0  # before the cast: -1 in uint8 would be 255
     odd = (y % 2) != 0
+    positive = jnp.power(x, jnp.where(negative, 0, y).astype(x.dtype))
     unit = jnp.where(x == 1, 1, jnp.where(x == -1, jnp.where(odd, -1, 1), 0)).astype(x.dtype)
     return jnp.where(negative, unit, positive)
 

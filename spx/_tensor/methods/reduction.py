@@ -241,9 +241,9 @@ def _corrcoef(x: Any) -> Any:
     return jnp.corrcoef(x, rowvar=True).astype(x.dtype)
 
 
-def _axes(dim: Any, ndim: int) -> tuple | None:
-    if dim is None or (isinstance(dim, list | tuple) and not dim):
-        return None  # torch reduces over every dimension for dim=[] too
+def _axes(dim: Any, ndim: int, empty_is_all: bool = True) -> tuple | None:
+    if dim is None or (empty_is_all and isinstance(dim, list | tuple) and not dim):
+        return None  # torch's sum/mean/std/... reduce every dimension for dim=[] (any/all none)
     axes = _dims.dims(dim, ndim)
     return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1: nothing to reduce
 
@@ -344,10 +344,10 @@ class ReductionMethods(OrderingMethods):
         return apply(_argmin, (d, keepdim), (self,))
 
     def all(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return apply(_all, (_axes(dim, self.ndim), keepdim), (self,))
+        return apply(_all, (_axes(dim, self.ndim, empty_is_all=False), keepdim), (self,))
 
     def any(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return apply(_any, (_axes(dim, self.ndim), keepdim), (self,))
+        return apply(_any, (_axes(dim, self.ndim, empty_is_all=False), keepdim), (self,))
 
     def count_nonzero(self, dim: Any = None) -> Any:
         return apply(_count_nonzero, (_axes(dim, self.ndim),), (self,))
