@@ -162,3 +162,127 @@ def test_value_and_grad_sums_the_gradient_of_tied_parameters():
     assert g.a.weight is g.b.weight
     spx.backward(lambda m: m(jnp.asarray(x)), model)
     np.testing.assert_allclose(np.asarray(model.a.weight.grad), t.a.weight.grad.numpy(), rtol=1e-5)
+
+
+class _Round(spx.autograd.Function):
+    """round() whose backward passes 3x the gradient (JAX's own derivative of round is 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+class _TorchRound(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+def _detached(lib, w):
+    return (w * w.detach()).sum()
+
+
+def _under_no_grad(lib, w):
+    with lib.no_grad():
+        c = w * 2 + w.sin()
+    return (w * c).sum()
+
+
+def _custom_function(lib, w):
+    fn = _Round if lib is spx else _TorchRound
+    return (fn.apply(w * 1.3) * w).sum()
+
+
+def _grad_mode_seen(lib, w):
+    return w.sum() * float(lib.is_grad_enabled())
+
+
+def _data_write(lib, w):
+    y = w * 2
+    y.data = y.data.round()  # the straight-through estimator: round forward, identity backward
+    return (y * w).sum()
+
+
+@pytest.mark.parametrize(
+    "loss_fn", [_detached, _under_no_grad, _custom_function, _grad_mode_seen, _data_write]
+)
+@pytest.mark.parametrize("how", ["backward", "value_and_grad", "compiled backward"])
+def test_functional_gradients_see_what_loss_backward_sees(loss_fn, how):
+    # detach(), no_grad, autograd.Function's backward, grad mode and .data writes inside the
+    # differentiated function shape the gradient as in torch's loss.backward(): JAX must not
+    # differentiate through them (it did, silently: w * w.detach() gave 2w).
+    w0 = np.array([1.0, 2.0, -0.7], np.float32)
+    tw = torch.tensor(w0, requires_grad=True)
+    loss_fn(torch, tw).backward()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(spx.tensor(w0))
+
+    model = M()
+    if how == "backward":
+        spx.backward(lambda m: loss_fn(spx, m.w), model)
+        got = model.w.grad
+    elif how == "value_and_grad":
+        _, g = spx.value_and_grad(lambda m: loss_fn(spx, m.w))(model)
+        got = g.w
+    else:
+        step = spx.compile(lambda m: spx.backward(lambda m: loss_fn(spx, m.w), m))
+        step(model)
+        got = model.w.grad
+    np.testing.assert_allclose(np.asarray(got.detach()), tw.grad.numpy(), rtol=1e-6)
+
+
+def test_functional_gradients_still_allow_jnp_inside():
+    # JAX differentiates fn, so raw jnp calls on parameters keep their gradient there.
+    w0 = np.array([0.3, -1.2], np.float32)
+    model = nn.Linear(2, 1)
+    model.weight.data = spx.tensor(w0[None])
+    spx.backward(lambda m: jnp.sin(m.weight).sum(), model)
+    np.testing.assert_allclose(np.asarray(model.weight.grad), np.cos(w0)[None], rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_backward_runs_the_parameters_hooks_as_torch(compiled):
+    # A hook on a parameter sees each backward's gradient and may replace it before it is
+    # added to .grad, in torch's loss.backward() and here alike.
+    seen = {"torch": [], "spx": []}
+    t, s = _mlps()
+    x, y = _data()
+    t[0].weight.register_hook(lambda g: seen["torch"].append(g.shape) or g * 2)
+    s[0].weight.register_hook(lambda g: seen["spx"].append(g.shape) or g * 2)
+
+    def step(m):
+        return spx.backward(lambda m: ((m(spx.tensor(x)) - spx.tensor(y)) ** 2).mean(), m)
+
+    if compiled:
+        step = spx.compile(step)
+    for _ in range(2):
+        ((t(torch.from_numpy(x)) - torch.from_numpy(y)) ** 2).mean().backward()
+        step(s)
+    assert_grads_match(t, s)
+    # Inside spx.compile the hook runs while the step is traced, as documented.
+    assert len(seen["torch"]) == 2 and (
+        len(seen["spx"]) >= 1 if compiled else len(seen["spx"]) == 2
+    )
+
+
+def test_backward_refuses_module_backward_hooks_it_would_skip():
+    _, s = _mlps()
+    calls = []
+    s[0].register_full_backward_hook(lambda mod, gi, go: calls.append(1))
+    x, _ = _data()
+    with pytest.raises(RuntimeError, match=r"register_full_backward_hook.*loss.backward\(\)"):
+        spx.backward(lambda m: m(spx.tensor(x)).sum(), s)
+    # The way that works: torch's loss.backward() runs it.
+    s(spx.tensor(x)).sum().backward()
+    assert calls == [1]

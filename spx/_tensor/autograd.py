@@ -79,7 +79,7 @@ def _roots_and_cotangents(tensors: list, grads: list) -> tuple[list, list | None
     ]
 
 
-def _run_hooks(hooks: Any, value: Any) -> Any:
+def run_hooks(hooks: Any, value: Any) -> Any:
     """``value`` through torch's tensor hooks: each may return a replacement (None keeps it)."""
     from spx._tensor.tensor import Tensor
 
@@ -181,7 +181,7 @@ def backward(
     leaves = []
     for g, diff in zip(grads, diffs, strict=True):
         leaf, tensor_hooks = receiver(diff), hooks(diff)
-        _set_grad(leaf, _run_hooks(tensor_hooks, g), add=bool(stops or tensor_hooks))
+        _set_grad(leaf, run_hooks(tensor_hooks, g), add=bool(stops or tensor_hooks))
         leaves.append(leaf)
     _run_post_accumulate_hooks(leaves, create_graph=False)
     run_post_backward(leaves)
@@ -244,7 +244,7 @@ def grad(
         if type(d) is int:
             t = ins[d]
             if cuts[d][0].fn is graph.LEAF:  # a leaf input's hooks run as in torch
-                g = _run_hooks(t.__dict__.get("_grad_hooks") or [], g)
+                g = run_hooks(t.__dict__.get("_grad_hooks") or [], g)
             found[d] = g
             if t.__dict__.get("_retains_grad") and not t.is_leaf:
                 # An input that retains its grad gets the gradient added, as in torch.
@@ -354,8 +354,23 @@ def add_node_hook(output: Any, hook: Any) -> None:
     the outputs' own tensor hooks; a returned list replaces them (None entries: no gradient).
     Module backward hooks are built on this (see ``spx.nn._backward_hooks``).
     """
+    refuse_hooks_under_jax_backward("a module backward hook (register_full_backward_hook)")
     node = output._cur().node
     graph.STATE.hooked.setdefault(node, {}).setdefault(None, []).append(hook)
+
+
+HOOKS_UNDER_JAX_BACKWARD = (
+    "{what} inside spx.backward(fn, model) / spx.value_and_grad would never run: there JAX takes "
+    "the gradient of fn, and only spx's own backward runs hooks. Write the step torch's way "
+    "(loss = loss_fn(model(x), y); loss.backward(), also inside spx.compile) to use hooks."
+)
+
+
+def refuse_hooks_under_jax_backward(what: str) -> None:
+    """Raise if a hook is being attached while spx.backward / value_and_grad runs the user's
+    function (the hook would be skipped silently)."""
+    if graph.STATE.jax_backward:
+        raise RuntimeError(HOOKS_UNDER_JAX_BACKWARD.format(what=what))
 
 
 def _hooked_results(cuts: list | None = None) -> dict[tuple[int, int], _Hooked]:
@@ -463,7 +478,7 @@ def _run_through_hooks(
         if all(b is None for b in befores):
             continue  # not on the way from the roots
         grads = [
-            None if b is None else _run_hooks(m.hooks, b)
+            None if b is None else run_hooks(m.hooks, b)
             for m, b in zip(members, befores, strict=True)
         ]
         if first.group is not None:

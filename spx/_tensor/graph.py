@@ -151,6 +151,10 @@ class _ThreadState(threading.local):
         # inputs with history through stop_gradient inside reverse ones (torch.func.grad
         # respects no_grad; forward-mode AD ignores it).
         self.func_modes: list[str] = []
+        # Depth of spx.backward(fn, model) / spx.value_and_grad calls running the user's
+        # function: JAX takes that gradient, so the hooks only spx's backward runs would be
+        # skipped silently; registering them there raises (see spx._tensor.autograd).
+        self.jax_backward = 0
 
 
 STATE = _ThreadState()

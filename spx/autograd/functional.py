@@ -1,8 +1,11 @@
 """Functional gradients over Modules: ``spx.backward(fn, model)``, ``spx.value_and_grad``.
 
 torch's own form — ``loss.backward()`` on a Tensor — is the main path (:mod:`spx._tensor`).
-These are the explicit, JAX-style alternatives; inside them JAX differentiates ``fn``, spx
-records no autograd history, and ``jnp`` functions may be used freely:
+These are the explicit, JAX-style alternatives; inside them JAX differentiates ``fn`` and
+``jnp`` functions may be used freely. ``fn`` sees what a torch forward sees: grad mode is on
+and the differentiated parameters carry history (as ``spx.func``'s inputs do), so
+``detach()``, ``no_grad`` blocks and ``autograd.Function``'s own ``backward`` shape the
+gradient exactly as they would shape ``loss.backward()``'s:
 
 * :func:`backward` — ``spx.backward(fn, *args)`` evaluates ``fn(*args)`` (a scalar) and
   **accumulates** d loss / d p into ``p.grad`` of every trainable Parameter of every Module,
@@ -13,8 +16,9 @@ records no autograd history, and ``jnp`` functions may be used freely:
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -22,7 +26,8 @@ import jax.numpy as jnp
 
 from spx import _transforms
 from spx import random as spx_random
-from spx._tensor.autograd import run_post_backward
+from spx._tensor import graph
+from spx._tensor.autograd import run_hooks, run_post_backward
 from spx._tensor.grad_mode import no_grad as _no_grad_mode
 from spx._tensor.graph import Storage, value_node
 from spx._tensor.tensor import Tensor
@@ -33,6 +38,7 @@ from spx.compile.binding import (
     flatten_args,
     is_stateful,
 )
+from spx.func._wrap import call, enter
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
 
@@ -99,13 +105,14 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     box: dict[str, Any] = {}
 
     def loss_of(datas: list[jax.Array]) -> tuple[jax.Array, Any]:
-        # JAX differentiates here: spx records no autograd history (jnp calls are fine).
+        # JAX differentiates here; spx's recorded history only decides what the user's
+        # detach()/no_grad/autograd.Function cut (see the module doc).
         try:
+            for p, d in zip(train, datas, strict=True):
+                _hold_entered(p, d)
+            with _transforms.binding(), _jax_takes_the_gradient():
+                out = call(fn, args, kwargs, "reverse")
             with _no_grad_mode():
-                for p, d in zip(train, datas, strict=True):
-                    p._data = d
-                with _transforms.binding():
-                    out = fn(*args, **kwargs)
                 loss, aux, box["has_aux"] = _split_loss(out, fn_name)
                 after = binding.read_state()
             return loss, (_arrays(aux), after[2], after[4])
@@ -123,11 +130,37 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             d[n] = None if b is None else Tensor._of(b)
     spx_random.set_key(key)
     for p, g in zip(train, grads, strict=True):
+        hooks = p.__dict__.get("_grad_hooks")
+        if hooks:  # p.register_hook(...): torch runs it before adding to .grad
+            g = run_hooks(hooks, g)
         old = _grad_value(p)
         _set_grad_value(p, g if old is None else old + g)
     run_post_backward(train)  # e.g. DistributedDataParallel's gradient averaging
     loss = Tensor._of(loss)
     return (loss, _tensors(aux)) if box["has_aux"] else loss
+
+
+@contextlib.contextmanager
+def _jax_takes_the_gradient() -> Iterator[None]:
+    """Mark the thread while the user's function runs here: a hook attached then would be
+    skipped silently (JAX runs none), so attaching one raises (see ``graph.STATE``)."""
+    state = graph.STATE
+    state.jax_backward += 1
+    try:
+        yield
+    finally:
+        state.jax_backward -= 1
+
+
+def _hold_entered(p: Tensor, value: jax.Array) -> None:
+    """Make ``p`` hold ``value`` (a tracer JAX differentiates) with recorded history, as
+    ``spx.func`` enters its inputs: ``p.detach()`` and ``no_grad`` then stop the gradient."""
+    entered = enter(value, True)._s
+    s = p._s
+    s.node, s.idx = entered.node, entered.idx
+    s.version += 1
+    if s.node.values is None:
+        graph.note_pending(s)
 
 
 def _materialize(binding: Binding, fn: Callable, args: Any, kwargs: Any) -> None:
@@ -221,7 +254,7 @@ def value_and_grad(
             splits.append((leaves, treedef, slots, unique))
 
         def rebuild(leaves, treedef, slots, unique, values):
-            fresh = [_with_data(u, v) for u, v in zip(unique, values, strict=True)]
+            fresh = [_with_data(u, v, entered=True) for u, v in zip(unique, values, strict=True)]
             return treedef.unflatten(
                 [x if k is None else fresh[k] for x, k in zip(leaves, slots, strict=True)]
             )
@@ -230,9 +263,9 @@ def value_and_grad(
             new_args = list(args)
             for n, (leaves, treedef, slots, unique), values in zip(nums, splits, diff, strict=True):
                 new_args[n] = rebuild(leaves, treedef, slots, unique, values)
-            # JAX differentiates here: spx records no autograd history (jnp calls are fine).
-            with _no_grad_mode(), _transforms.binding():
-                out = fn(*new_args, **kwargs)
+            # JAX differentiates here (see the module doc for what fn sees).
+            with _transforms.binding(), _jax_takes_the_gradient():
+                out = call(fn, new_args, kwargs, "reverse")
             if has_aux:
                 if not isinstance(out, tuple) or len(out) != 2:
                     raise ValueError("with has_aux=True the function must return (loss, aux)")
@@ -294,10 +327,13 @@ def _data(x: Any) -> jax.Array:
     return x._data if isinstance(x, Tensor) else x
 
 
-def _with_data(x: Any, value: Any) -> Any:
-    """A new object like ``x`` (a Parameter stays a Parameter) holding ``value``."""
+def _with_data(x: Any, value: Any, entered: bool = False) -> Any:
+    """A new object like ``x`` (a Parameter stays a Parameter) holding ``value``; with
+    ``entered``, a Tensor holds it as a differentiated input (:func:`_hold_entered`)."""
     if isinstance(x, Tensor):
         t = object.__new__(Parameter if isinstance(x, Parameter) else Tensor)
         t._init(Storage(value_node(value)), x._rg)
+        if entered:
+            _hold_entered(t, value)
         return t
-    return value
+    return value  # a raw jax array stays one (JAX differentiates it; no detach() to honour)

@@ -11,6 +11,7 @@ import numpy as np
 
 from spx import _user_code
 from spx._tensor import graph
+from spx._tensor.autograd import refuse_hooks_under_jax_backward
 
 
 class GradFn:
@@ -198,14 +199,8 @@ class AutogradMethods:
             [60.0, 60.0]
             >>> h.remove()
         """
+        refuse_hooks_under_jax_backward("Tensor.register_hook")
         if not self.requires_grad:
-            if graph.STATE.binding:
-                raise RuntimeError(
-                    "cannot register a hook on a tensor that doesn't require gradient (inside "
-                    "spx.backward(fn, model) / spx.value_and_grad the model is differentiated "
-                    "by JAX, which runs no tensor hooks; write the step torch's way "
-                    "(loss = ...; loss.backward(), also inside spx.compile) to use hooks)"
-                )
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")

@@ -396,7 +396,11 @@ class ConvertMethods:
     def __jax_array__(self) -> jax.Array:
         if self.requires_grad and graph.STATE.grad_enabled:
             value = self._value()
-            if not (isinstance(value, jax.core.Tracer) and not graph.STATE.binding):
+            # A tracer is fine where JAX does the differentiating: a foreign transform (no
+            # binding), spx.func, spx.backward / spx.value_and_grad (func_modes). Inside
+            # spx.compile's loss.backward() it is spx's history, which jnp would bypass.
+            state = graph.STATE
+            if not (isinstance(value, jax.core.Tracer) and (state.func_modes or not state.binding)):
                 raise RuntimeError(jnp_requires_grad_message(self._describe()))
             return value
         return self._value()
