@@ -9,6 +9,8 @@
              ``spx.compile`` (the recorded ops and their backward become part of the one program)
 * raw JAX  — the same network as a pure function over a dict of arrays, ``jax.jit`` with donated
              parameters and ``optax.adamw`` (the floor for dispatch overhead)
+* raw +grads / raw +packd — raw JAX also returning the gradients, one array per parameter (what
+             keeping ``p.grad`` costs JAX itself) or packed into one flat buffer
 * flax.nnx — the same network with ``nnx`` modules and ``nnx.jit`` (needs ``flax``)
 * torch    — the same network with ``torch.nn`` in eager mode, one intra-op thread (needs ``torch``)
 
@@ -182,7 +184,9 @@ def _raw_forward(params: dict, idx: jax.Array, cfg: GPTConfig) -> jax.Array:
     return linear(params["lm_head"], layer_norm(params["ln_f"], x))
 
 
-def bench_raw(cfg: GPTConfig, batch: int) -> Callable[[], None]:
+def bench_raw(cfg: GPTConfig, batch: int, grads_out: str | None = None) -> Callable[[], None]:
+    """The raw JAX step; ``grads_out`` also returns the gradients, as ``"arrays"`` (one output
+    per parameter, what torch's ``p.grad`` keeps) or ``"packed"`` (one flat buffer)."""
     params = _init_raw(cfg)
     tx = optax.adamw(LR, weight_decay=WD)
     opt_state = tx.init(params)
@@ -196,14 +200,24 @@ def bench_raw(cfg: GPTConfig, batch: int) -> Callable[[], None]:
     def _step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        new = optax.apply_updates(params, updates)
+        if grads_out == "arrays":
+            return new, opt_state, loss, grads
+        if grads_out == "packed":
+            return (
+                new,
+                opt_state,
+                loss,
+                jnp.concatenate([g.ravel() for g in jax.tree.leaves(grads)]),
+            )
+        return new, opt_state, loss
 
     train_step = jax.jit(_step, donate_argnums=(0, 1))
     x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
     state = {"p": params, "o": opt_state}
 
     def step() -> None:
-        state["p"], state["o"], loss = train_step(state["p"], state["o"], x, y)
+        state["p"], state["o"], loss, *state["g"] = train_step(state["p"], state["o"], x, y)
         loss.block_until_ready()
 
     return step
@@ -339,6 +353,8 @@ def main() -> None:
         steps = args.steps if name == "tiny" else max(20, args.steps // 4)
         makers: dict[str, Callable[[], Callable[[], None] | None]] = {
             "raw JAX": functools.partial(bench_raw, cfg, batch),
+            "raw +grads": functools.partial(bench_raw, cfg, batch, "arrays"),
+            "raw +packd": functools.partial(bench_raw, cfg, batch, "packed"),
             "spx": functools.partial(bench_spx, cfg, batch),
             "spx -grad": functools.partial(bench_spx, cfg, batch, keep_grads=False),
             "spx bwd()": functools.partial(bench_spx, cfg, batch, tape=True),

@@ -22,6 +22,7 @@ from spx import _context
 from spx import random as spx_random
 from spx._tensor.graph import Node
 from spx._tensor.tensor import Tensor
+from spx.compile import packing
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 
@@ -116,6 +117,8 @@ class Binding:
                 _static, dynamic = opt._static_and_dynamic(group)
                 self.hparam_slots.extend((group, k) for k in dynamic)
         self.param_classes = [type(p) for p in params]
+        # Whether the last read_flat() found gradients a compiled step left packed.
+        self.packed_read = False
 
     # -- reading and writing -----------------------------------------------------------------
     def read_state(self) -> list[Any]:
@@ -162,9 +165,13 @@ class Binding:
         without hashing its Tensor keys when every parameter has state, in order.
         """
         params = self.params
+        self.packed_read = False
         try:
             # ``t._data`` inlined (a view goes through it): (s := t._s).node.values[s.idx].
             datas = [(s := p._s).node.values[s.idx] if p._view is None else p._data for p in params]
+        except TypeError:  # a value still pending (None values): compute it
+            datas = [p._data for p in params]
+        try:
             grads = [
                 None
                 if (g := p._grad) is None
@@ -173,9 +180,18 @@ class Binding:
                 else g._data
                 for p in params
             ]
-        except TypeError:  # a value still pending (None values): compute it
-            datas = [p._data for p in params]
-            grads = [None if (g := p._grad) is None else g._data for p in params]
+        except TypeError:
+            # Pending: computed now, except gradients still packed by the last compiled step,
+            # which only the programs that read them compute (see packing.py).
+            grads = [
+                None
+                if (g := p._grad) is None
+                else packing.Packed(s.node, s.idx)
+                if g._view is None and packing.is_pending((s := g._s).node)
+                else g._data
+                for p in params
+            ]
+            self.packed_read = any(type(g) is packing.Packed for g in grads)
         states = []
         for o, own, ids in zip(self.optimizers, self.opt_params, self.opt_ids, strict=True):
             state = o.state
@@ -235,7 +251,12 @@ class Binding:
                     arrays.append(v)
             for p, k in grads:
                 v, g = values[k], p._grad
-                if v is None or g is None:
+                if type(v) is packing.Packed:
+                    if g is None:
+                        p._grad = packing.tensor(v)
+                    else:
+                        packing.hold(g._s, v)
+                elif v is None or g is None:
                     _set_grad_value(p, v)
                 else:
                     targets.append(g)

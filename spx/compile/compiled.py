@@ -42,7 +42,7 @@ from spx._tensor import program as recorded
 from spx._tensor.grad_mode import no_grad
 from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
-from spx.compile import diagnostics, sharing
+from spx.compile import diagnostics, packing, sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.nn import _hooks, _structure
 from spx.nn.module import Module
@@ -322,13 +322,14 @@ class CompiledFunction:
         record: dict[str, Any] = {}
 
         def pure(live_donated, live_kept, const_state, hparams, dyn):
-            before = binding.read_flat()
+            # (A retrace by jax.jit itself reads gradients a program packed: compute them.)
+            before = packing.materialize(binding.read_flat())
             before_hparams = binding.read_hparams()
             live_state = [*live_donated, *live_kept]
             if layout is None:
                 flat_in = live_state
             else:
-                _mutable, live, constant, dead_specs, in_shared, _written = layout
+                _mutable, live, constant, dead_specs, in_shared, _written, pack = layout
                 sharing.restore(live_state, in_shared)
                 flat_in = [None] * len(before)
                 for i, v in zip(live, live_state, strict=True):
@@ -406,8 +407,16 @@ class CompiledFunction:
             # copy inputs to keep them alive).
             new = [flat_out[i] for i in layout[0]]
             record["out_shared"] = sharing.find_shared(new)
+            buffers: list[Any] = []
+            record["packed"] = ()
+            if pack:
+                n_p = len(binding.params)
+                unread = set(dead_specs) | {i for i in live if flat_in[i] is None}
+                record["packed"], buffers = packing.pack(
+                    new, layout[0], range(n_p, 2 * n_p), unread
+                )
             written = [dyn[i]._value() for i in layout[5]]
-            return sharing.strip(new, record["out_shared"]), out, written
+            return sharing.strip(new, record["out_shared"]), buffers, out, written
 
         return pure, record
 
@@ -444,7 +453,8 @@ class CompiledFunction:
         in_shared = sharing.find_shared([flat_state[i] for i in live])
         written = record["args_written"]
         no_gradient = record.get("no_gradient")
-        layout = (mutable, live, constant, dead, in_shared, written)
+        pack = packing.packable(flat_state, len(plan.binding.params))
+        layout = (mutable, live, constant, dead, in_shared, written, pack)
         pure, record = self._pure(plan, leaves, layout)
         record["no_gradient"] = no_gradient
         jitted = jax.jit(pure, donate_argnums=(0,) if self.donate else ())
@@ -484,13 +494,14 @@ class CompiledFunction:
         key = (plan.static_key, tuple(mask), sharing.find_shared(flat_state))
         program = self._programs.get(key)
         if program is None:
+            flat_state = packing.materialize(flat_state)
             program = self._new_program(plan, leaves, flat_state, hparams, dyn)
             if program.cacheable:
                 self._programs[key] = program
         write = plan.binding.writer(program.mutable)
         if program.cacheable:
             plan.last, plan.last_mask = (program, write), mask
-        return program, write, [flat_state[i] for i in program.live]
+        return program, write, packing.materialize([flat_state[i] for i in program.live])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if graph.STATE.pending:
@@ -529,8 +540,10 @@ class CompiledFunction:
         if last is None:
             program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
         const = [flat_state[i] for i in program.constant]
+        if binding.packed_read:  # gradients the last step packed, read by this one
+            live, const = packing.materialize(live), packing.materialize(const)
         try:
-            new_values, out, written = program(
+            new_values, buffers, out, written = program(
                 sharing.strip(live, program.in_shared), const, hparams, dyn
             )
         except jax.errors.UnexpectedTracerError as e:
@@ -544,11 +557,13 @@ class CompiledFunction:
             # Arrays the caller made shared between state entries since the last call: XLA
             # refused before running anything; a program that knows the sharing does the step.
             program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
-            const = [flat_state[i] for i in program.constant]
-            new_values, out, written = program(
+            const = packing.materialize([flat_state[i] for i in program.constant])
+            new_values, buffers, out, written = program(
                 sharing.strip(live, program.in_shared), const, hparams, dyn
             )
         sharing.restore(new_values, program.record["out_shared"])
+        if buffers:
+            packing.unpack(new_values, program.record["packed"], buffers)
         message = program.record["no_gradient"]
         if message is not None and graph.STATE.grad_enabled:
             out = jax.tree_util.tree_map(
