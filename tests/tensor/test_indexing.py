@@ -218,3 +218,18 @@ def test_uint8_index_is_a_mask_with_torchs_warning():
         check(lambda m, x, k: x[k], (3,), mask)
     with pytest.warns(UserWarning, match="uint8 is now deprecated, please use a dtype torch.bool"):
         assert spx.tensor([10.0, 20.0, 30.0])[spx.tensor(mask)].tolist() == [10.0, 30.0]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [True, (True, 0), (0, True), (Ellipsis, True), (True, Ellipsis, 1), (True, slice(None), None)],
+)
+def test_a_true_index_adds_a_dimension_as_torch(index):
+    # A 0-d True mask: a new dimension of size 1 that consumes no dimension (as None).
+    check(lambda m, x: x[index], X)
+    check_grad(lambda m, x: x[index], X)
+
+
+def test_a_false_index_raises_with_the_equivalent():
+    with pytest.raises(IndexError, match=r"x\[None\]\[:0\]"):
+        spx.ones(2, 3)[False]

@@ -455,3 +455,27 @@ def test_integer_pow_with_negative_exponents():
 def test_unsigned_pow_with_negative_exponent_is_not_garbage():
     x = spx.tensor([3, 1, 0], dtype=spx.uint8)
     assert (x ** spx.tensor([-1, -1, 2])).tolist() == [0, 1, 0]  # 3 ** -1 gave 171
+
+
+# -- poles and branch points (found by differential fuzzing against torch) ---------------------
+def test_digamma_at_its_pole_is_torchs_infinity():
+    x = np.array([0.0, -0.0, -1.0, 1.0, 2.5], np.float32)
+    check(lambda m, x: m.digamma(x), x)
+    check_grad(lambda m, x: m.digamma(x), np.array([0.5, 1.0, 2.5], np.float32))
+    check(lambda m, x: m.digamma(x), np.array([0, 1, 3], np.int64))
+
+
+def test_angle_of_negative_zero_is_zero():
+    x = np.array([-0.0, 0.0, -1.0, 2.0, np.nan, -np.inf], np.float32)
+    check(lambda m, x: m.angle(x), x)
+    check(lambda m, x: x.angle(), np.array([-2, 0, 3], np.int64))
+    check_grad(lambda m, x: m.angle(x), np.array([-1.0, 2.0], np.float32))
+
+
+def test_atan2_gradient_at_the_origin_is_zero_not_nan():
+    y = np.array([0.0, 1.0, 0.0, -2.0], np.float32)
+    x = np.array([0.0, 0.0, -1.0, 3.0], np.float32)
+    check(lambda m, a, b: m.atan2(a, b), y, x)
+    check_grad(lambda m, a, b: m.atan2(a, b), y, x)
+    check_grad(lambda m, a, b: a.atan2(b), y, np.array(0.0, np.float32))  # broadcast
+    check(lambda m, a, b: m.atan2(a, b), np.array([1, 0], np.int64), np.array([0, 0], np.int64))

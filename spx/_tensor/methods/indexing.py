@@ -272,7 +272,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     index = tuple([_uint8_as_mask(e) for e in index])
     consumed = 0
     for e in index:
-        if e is None or e is Ellipsis:
+        if e is None or e is Ellipsis or isinstance(e, bool):  # x[True] consumes nothing
             continue
         if _is_array_like(e) and np.dtype(_dtype_of(e)) == np.bool_:
             consumed += np.ndim(e) if not hasattr(e, "_ref") else e.ndim
@@ -335,6 +335,14 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
                         "available inside a JAX transformation (its result's shape depends on "
                         "it). Use x.masked_fill(~mask, 0) or spx.where(mask, x, 0) instead."
                     )
+                if host.ndim == 0:  # x[True]: a new dimension of 1, as None gives
+                    if not host:
+                        raise IndexError(
+                            "x[False] (a 0-d False mask: a new dimension of size 0) is not "
+                            "supported; write x[None][:0] for the same empty result"
+                        )
+                    spec.append(("n",))
+                    continue
                 for d in range(host.ndim):
                     if host.shape[d] != shape[axis + d]:
                         raise IndexError(
@@ -345,7 +353,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
                 for positions in np.nonzero(host):
                     spec.append(("a",))
                     dyn.append(positions.astype(np.int32))
-                axis += max(host.ndim, 1)
+                axis += host.ndim
                 continue
             if not np.issubdtype(np.dtype(_dtype_of(arr)), np.integer):
                 raise IndexError(

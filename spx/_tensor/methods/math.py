@@ -374,6 +374,55 @@ def _isneginf(x: Any) -> Any:
     return jnp.isneginf(x)
 
 
+@jax.custom_jvp
+def _digamma_float(x: Any) -> Any:
+    # torch: the one-sided limits at the pole 0, -inf at +0 and +inf at -0 (JAX gives NaN).
+    return jnp.where(x == 0, -jnp.copysign(jnp.inf, x).astype(x.dtype), jsp.digamma(x))
+
+
+@_digamma_float.defjvp
+def _digamma_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    return _digamma_float(x), jsp.polygamma(1, x) * t
+
+
+def _digamma(x: Any) -> Any:
+    return _digamma_float(_float(x))
+
+
+def _angle(x: Any) -> Any:
+    """torch's angle of a real number: pi below 0, else 0 (-0.0 too; JAX gives pi), NaN kept;
+    its gradient is 0."""
+    if jnp.iscomplexobj(x):
+        return jnp.angle(x)
+    x = jax.lax.stop_gradient(_float(x))
+    return jnp.where(jnp.isnan(x), x, jnp.where(x < 0, jnp.pi, 0.0).astype(x.dtype))
+
+
+@jax.custom_jvp
+def _atan2_float(y: Any, x: Any) -> Any:
+    return jnp.arctan2(y, x)
+
+
+@_atan2_float.defjvp
+def _atan2_jvp(primals: tuple, tangents: tuple) -> tuple:
+    # torch's derivative, which is 0 at (0, 0) (JAX's is NaN there: 0 / 0).
+    (y, x), (ty, tx) = primals, tangents
+    r2 = x * x + y * y
+    at_origin = r2 == 0
+    safe = jnp.where(at_origin, 1, r2)
+    dy = jnp.where(at_origin, 0, x / safe)
+    dx = jnp.where(at_origin, 0, -y / safe)
+    return _atan2_float(y, x), ty * dy + tx * dx
+
+
+def _atan2(y: Any, x: Any) -> Any:
+    dtype = jnp.result_type(y, x)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = jnp.float32
+    return _atan2_float(jnp.asarray(y, dtype), jnp.asarray(x, dtype))
+
+
 _UNARY = {
     "abs": _abs, "absolute": _abs, "neg": _neg, "negative": _neg,
     "positive": jnp.positive, "exp": jnp.exp, "exp2": jnp.exp2, "expm1": jnp.expm1,
@@ -386,16 +435,16 @@ _UNARY = {
     "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
     "sign": _sign, "sgn": _sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
     "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": jsp.gammaln,
-    "digamma": jsp.digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
+    "digamma": _digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
     "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
     "isinf": jnp.isinf, "isfinite": jnp.isfinite, "isposinf": _isposinf, "isneginf": _isneginf,
-    "signbit": jnp.signbit, "conj": jnp.conj, "angle": jnp.angle, "i0": jnp.i0,
+    "signbit": jnp.signbit, "conj": jnp.conj, "angle": _angle, "i0": jnp.i0,
 }  # fmt: skip
 
 _BINARY = {
     "mul": _mul, "multiply": _mul, "true_divide": jnp.true_divide,
     "floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "fmod": jnp.fmod,
-    "pow": _pow, "float_power": jnp.float_power, "atan2": jnp.arctan2, "arctan2": jnp.arctan2,
+    "pow": _pow, "float_power": jnp.float_power, "atan2": _atan2, "arctan2": _atan2,
     "maximum": _maximum, "minimum": _minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
     "eq": jnp.equal, "ne": jnp.not_equal, "not_equal": jnp.not_equal, "lt": jnp.less,
     "less": jnp.less, "le": jnp.less_equal, "less_equal": jnp.less_equal, "gt": jnp.greater,
