@@ -286,3 +286,41 @@ def test_backward_refuses_module_backward_hooks_it_would_skip():
     # The way that works: torch's loss.backward() runs it.
     s(spx.tensor(x)).sum().backward()
     assert calls == [1]
+
+
+def _first_order_maml(lib, m, x, create_graph):
+    (g,) = lib.autograd.grad((m(x) ** 2).mean(), [m.weight], create_graph=create_graph)
+    return ((x @ (m.weight - 0.1 * g).T + m.bias) ** 2).mean()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_autograd_grad_inside_backward_is_a_constant_unless_create_graph(create_graph):
+    # torch's autograd.grad without create_graph returns constants (first-order MAML); with
+    # create_graph the second-order terms flow. JAX would differentiate through either.
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    torch.manual_seed(0)
+    t = torch.nn.Linear(4, 1)
+    s = nn.Linear(4, 1)
+    copy_torch_weights(t, s)
+    _first_order_maml(torch, t, torch.from_numpy(x), create_graph).backward()
+    spx.backward(lambda m: _first_order_maml(spx, m, spx.tensor(x), create_graph), s)
+    _, g = spx.value_and_grad(lambda m: _first_order_maml(spx, m, spx.tensor(x), create_graph))(s)
+    np.testing.assert_allclose(np.asarray(s.weight.grad), t.weight.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(g.weight.detach()), t.weight.grad.numpy(), rtol=1e-5)
+
+
+def test_backward_refuses_retain_grad_it_would_skip_and_runs_post_accumulate_hooks():
+    _, s = _mlps()
+    x, _ = _data()
+
+    def retaining(m):
+        h = m(spx.tensor(x))
+        h.retain_grad()
+        return h.sum()
+
+    with pytest.raises(RuntimeError, match=r"retain_grad\(\).*loss.backward\(\)"):
+        spx.backward(retaining, s)
+    seen = []
+    s[0].bias.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+    spx.backward(lambda m: m(spx.tensor(x)).sum(), s)
+    assert seen == [s[0].bias.grad.tolist()]

@@ -183,7 +183,7 @@ def backward(
         leaf, tensor_hooks = receiver(diff), hooks(diff)
         _set_grad(leaf, run_hooks(tensor_hooks, g), add=bool(stops or tensor_hooks))
         leaves.append(leaf)
-    _run_post_accumulate_hooks(leaves, create_graph=False)
+    run_post_accumulate_hooks(leaves, create_graph=False)
     run_post_backward(leaves)
 
 
@@ -304,7 +304,7 @@ def _recorded_backward(roots: list, cots: list | None, cuts: list | None, receiv
     _no_hooks_with_create_graph(cuts, leaves)
     for i, leaf in enumerate(leaves):
         leaf._grad = Tensor._wrap(node, i)
-    _run_post_accumulate_hooks(leaves, create_graph=True)
+    run_post_accumulate_hooks(leaves, create_graph=True)
     run_post_backward(leaves)
 
 
@@ -542,7 +542,7 @@ def register_post_backward_callback(fn: Any) -> Any:
     return _Handle()
 
 
-def _run_post_accumulate_hooks(leaves: list, create_graph: bool) -> None:
+def run_post_accumulate_hooks(leaves: list, create_graph: bool) -> None:
     """Each leaf's ``register_post_accumulate_grad_hook`` hooks, with the leaf; as torch, under
     ``no_grad`` unless the backward records its graph."""
     from spx._tensor.grad_mode import set_grad_enabled

@@ -41,6 +41,9 @@ BACKWARD_TWICE = (
 )
 
 _PROGRAMS: dict[Any, Any] = {}
+# Functions whose computed nodes drop their inputs: a packed gradient buffer (spx.compile)
+# need not outlive the slices taken from it.
+RELEASES_INPUTS: set[Any] = set()
 
 Ref = tuple[Node, int]
 
@@ -500,11 +503,17 @@ def run(
     it = iter(values)
     for node in targets:
         node.values = tuple(next(it) for _ in node.avals)
+        if node.fn in RELEASES_INPUTS:
+            node.inputs = ()
     if roots:
         if walked is not None:
             walked.extend(n for n, in_grad_graph in walk.replayed if in_grad_graph)
         if not retain_graph:
             free([n for n, in_grad_graph in walk.replayed if in_grad_graph], cuts)
+        if STATE.func_modes:
+            # A backward without create_graph inside a function JAX differentiates (spx.func,
+            # spx.backward(fn, model)): torch's result is a constant there (first-order MAML).
+            grads = [None if g is None else jax.lax.stop_gradient(g) for g in grads]
     return grads, walk.diffs
 
 

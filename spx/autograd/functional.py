@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from spx import _transforms
 from spx import random as spx_random
 from spx._tensor import graph
-from spx._tensor.autograd import run_hooks, run_post_backward
+from spx._tensor.autograd import run_hooks, run_post_accumulate_hooks, run_post_backward
 from spx._tensor.grad_mode import no_grad as _no_grad_mode
 from spx._tensor.graph import Storage, value_node
 from spx._tensor.tensor import Tensor
@@ -135,6 +135,7 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             g = run_hooks(hooks, g)
         old = _grad_value(p)
         _set_grad_value(p, g if old is None else old + g)
+    run_post_accumulate_hooks(train, create_graph=False)
     run_post_backward(train)  # e.g. DistributedDataParallel's gradient averaging
     loss = Tensor._of(loss)
     return (loss, _tensors(aux)) if box["has_aux"] else loss

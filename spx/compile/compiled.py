@@ -519,6 +519,8 @@ class CompiledFunction:
             dyn = [x for x, k in zip(leaves, plan.kinds, strict=True) if k == "dyn"]
         binding = plan.binding
         flat_state = binding.read_flat()
+        # (Read now: tracing a new program below reads the state again.)
+        packed = binding.packed_read
         hparams = plan.hparam_arrays(binding.read_hparams())
         for x in dyn:
             if type(x) is Tensor and x._cur().node.requires_grad:
@@ -540,7 +542,7 @@ class CompiledFunction:
         if last is None:
             program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
         const = [flat_state[i] for i in program.constant]
-        if binding.packed_read:  # gradients the last step packed, read by this one
+        if packed:  # gradients the last step packed, read by this one
             live, const = packing.materialize(live), packing.materialize(const)
         try:
             new_values, buffers, out, written = program(

@@ -58,6 +58,9 @@ def _unpack(flat: jax.Array, shapes: tuple[tuple[int, ...], ...]) -> tuple[jax.A
     return tuple(out)
 
 
+program.RELEASES_INPUTS.add(_unpack)
+
+
 def is_pending(node: Node) -> bool:
     """Whether ``node`` is a packed buffer's slices that nobody computed yet."""
     return node.fn is _unpack and node.values is None
@@ -106,8 +109,6 @@ def materialize(values: list[Any]) -> list[Any]:
     nodes = {id(x.node): x.node for x in values if type(x) is Packed and x.node.values is None}
     if nodes:
         program.run([Storage(n) for n in nodes.values()], with_pending=False)
-        for node in nodes.values():
-            node.inputs = ()  # the slices are computed: let the packed buffer go
     return [x.node.values[x.idx] if type(x) is Packed else x for x in values]
 
 

@@ -163,3 +163,56 @@ def test_a_gradient_kept_by_the_step_is_not_packed_and_stays_right():
     # The first call's gradients were None (packed); the later calls read them (not packed).
     first, later = accumulate._programs.values()
     assert len(first.record["packed"]) == 1 and later.record["packed"] == ()
+
+
+def test_a_separately_compiled_update_reads_the_packed_gradients():
+    # The forward/backward and the optimizer step compiled apart (and a grad-norm function):
+    # the second program takes the first one's packed gradients as its inputs.
+    t, s = _pair()
+    x, y = _data()
+    t_opt = torch.optim.Adam(t.parameters(), lr=0.01)
+    s_opt = spx.optim.Adam(s.parameters(), lr=0.01)
+
+    @spx.compile
+    def forward_backward(model, opt, x, y):
+        opt.zero_grad()
+        _loss(model, x, y).backward()
+
+    @spx.compile
+    def update(opt):
+        opt.step()
+
+    @spx.compile
+    def grad_norm(model):
+        return spx.stack([p.grad.norm() for p in model.parameters()]).norm()
+
+    for _ in range(3):
+        forward_backward(s, s_opt, spx.tensor(x), spx.tensor(y))
+        norm = grad_norm(s)
+        update(s_opt)
+        t_opt.zero_grad()
+        _loss(t, torch.from_numpy(x), torch.from_numpy(y)).backward()
+        t_norm = torch.stack([p.grad.norm() for p in t.parameters()]).norm()
+        t_opt.step()
+        np.testing.assert_allclose(float(norm), float(t_norm), rtol=1e-5)
+    _assert_grads(t, s)
+    for tp, sp in zip(t.parameters(), s.parameters(), strict=True):
+        np.testing.assert_allclose(
+            np.asarray(sp.detach()), tp.detach().numpy(), rtol=1e-5, atol=1e-6
+        )
+
+
+def test_reading_a_packed_gradient_lets_the_buffer_go():
+    _, s = _pair()
+    x, y = _data()
+
+    @spx.compile
+    def step(model, x, y):
+        model.zero_grad()
+        _loss(model, x, y).backward()
+
+    step(s, spx.tensor(x), spx.tensor(y))
+    g = s[0].weight.grad
+    assert g._s.node.values is None and g._s.node.inputs  # packed, not computed
+    g.tolist()  # computes every slice of the buffer
+    assert g._s.node.values is not None and g._s.node.inputs == ()  # the buffer is released

@@ -233,3 +233,10 @@ def test_a_true_index_adds_a_dimension_as_torch(index):
 def test_a_false_index_raises_with_the_equivalent():
     with pytest.raises(IndexError, match=r"x\[None\]\[:0\]"):
         spx.ones(2, 3)[False]
+
+
+@pytest.mark.parametrize("index", [(True, True), (True, [0, 1]), (True, slice(None), [0, 2])])
+def test_a_true_index_mixed_with_advanced_indices_raises(index):
+    # torch broadcasts a 0-d boolean with the other advanced indices; spx refuses the mix.
+    with pytest.raises(IndexError, match="on its own first"):
+        spx.ones(2, 3)[index]

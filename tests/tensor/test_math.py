@@ -463,6 +463,7 @@ def test_digamma_at_its_pole_is_torchs_infinity():
     check(lambda m, x: m.digamma(x), x)
     check_grad(lambda m, x: m.digamma(x), np.array([0.5, 1.0, 2.5], np.float32))
     check(lambda m, x: m.digamma(x), np.array([0, 1, 3], np.int64))
+    check(lambda m, x: m.polygamma(0, x), x)
 
 
 def test_angle_of_negative_zero_is_zero():

@@ -164,6 +164,8 @@ class AutogradMethods:
             >>> y.grad.tolist()
             [4.0, 4.0]
         """
+        if not self._rg:  # a parameter keeps its .grad anyway (a no-op, as on a leaf)
+            refuse_hooks_under_jax_backward("retain_grad()")
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self.__dict__.get("_retains_grad"):

@@ -265,6 +265,30 @@ def _uint8_as_mask(e: Any) -> Any:
     return e.bool() if hasattr(e, "_ref") else e.astype(bool)
 
 
+def _is_scalar_bool(e: Any) -> bool:
+    if isinstance(e, bool | np.bool_):
+        return True
+    return _is_array_like(e) and np.ndim(e) == 0 and np.dtype(_dtype_of(e)) == np.bool_
+
+
+def _check_scalar_bools(index: tuple) -> None:
+    """A 0-d boolean index (``x[True]``) acts as ``None`` here; in torch it is an advanced
+    index broadcast with the others, which ``None`` is not: refuse that mix."""
+    bools = sum(_is_scalar_bool(e) for e in index)
+    if not bools:
+        return
+    advanced = sum(
+        isinstance(e, list) or (_is_array_like(e) and np.ndim(e) > 0)
+        for e in index
+        if not _is_scalar_bool(e)
+    )
+    if bools > 1 or advanced:
+        raise IndexError(
+            "a 0-d boolean index (x[True]) together with other tensor, list or boolean indices "
+            "is not supported; apply it on its own first (y = x[True]; y[:, index])"
+        )
+
+
 def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
     if not isinstance(index, tuple):
@@ -280,6 +304,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             consumed += 1
     if consumed > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {consumed})")
+    _check_scalar_bools(index)
     spec: list[tuple] = []
     dyn: list[Any] = []
     axis = 0

@@ -344,6 +344,8 @@ def _bitwise_not(x: Any) -> Any:
 
 
 def _polygamma(x: Any, n: int) -> Any:
+    if n == 0:
+        return _digamma(x)  # torch's values at the pole, as digamma's
     return jsp.polygamma(n, _float(x))
 
 
