@@ -219,8 +219,11 @@ class Binding:
             flat[-1],
         ]
 
-    def writer(self, indices: tuple[int, ...]) -> Any:
-        """A function writing ``values[k]`` into flat slot ``indices[k]`` (fast, per kind)."""
+    def writer(self, indices: tuple[int, ...], fresh_grads: frozenset[int] = frozenset()) -> Any:
+        """A function writing ``values[k]`` into flat slot ``indices[k]`` (fast, per kind).
+
+        The gradients of the parameters in ``fresh_grads`` (positions) get new tensor objects,
+        the others keep theirs."""
         n_p, n_b = len(self.params), len(self.buffer_slots)
         n_o = len(self.opt_slots)
         datas, grads, buffers, opts, key_at = [], [], [], [], None
@@ -228,7 +231,7 @@ class Binding:
             if i < n_p:
                 datas.append((self.params[i], k))
             elif i < 2 * n_p:
-                grads.append((self.params[i - n_p], k))
+                grads.append((self.params[i - n_p], k, i - n_p in fresh_grads))
             elif i < 2 * n_p + n_b:
                 j = i - 2 * n_p
                 buffers.append((*self.buffer_slots[j], self.buffer_objs[j], k))
@@ -249,15 +252,17 @@ class Binding:
                 else:
                     targets.append(p)
                     arrays.append(v)
-            for p, k in grads:
-                v, g = values[k], p._grad
+            for p, k, fresh in grads:
+                v, g = values[k], None if fresh else p._grad
                 if type(v) is packing.Packed:
                     if g is None:
                         p._grad = packing.tensor(v)
                     else:
                         packing.hold(g._s, v)
-                elif v is None or g is None:
-                    _set_grad_value(p, v)
+                elif v is None:
+                    p._grad = None
+                elif g is None:
+                    p._grad = Tensor._of(v)
                 else:
                     targets.append(g)
                     arrays.append(v)

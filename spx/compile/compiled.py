@@ -119,6 +119,7 @@ class _Program:
     in_shared: sharing.Pattern  # entries of the live inputs passed once (see sharing.py)
     args_written: tuple[int, ...]  # the Tensor arguments (positions in dyn) written in place
     record: dict[str, Any]  # "out_shared": the same for the outputs, known once traced
+    fresh_grads: frozenset[int]  # parameters whose .grad the step makes a new tensor
 
     def __call__(self, live: list[Any], const: list[Any], hparams: list[Any], dyn: list[Any]):
         d = self.donated
@@ -338,6 +339,7 @@ class CompiledFunction:
                     flat_in[i] = v
                 for i, spec in dead_specs.items():
                     flat_in[i] = _placeholder(spec)
+            grad_objects = [q._grad for q in binding.params]
             try:
                 binding.bind_state(binding.unflatten(flat_in))
                 binding.write_hparams(hparams)
@@ -361,6 +363,14 @@ class CompiledFunction:
                         raise
                     raise clearer from None
                 flat_out = binding.read_flat()
+                # Gradients the step gave a new tensor object (zero_grad() set None, backward
+                # made a new one): the call does too, as torch does (a reference kept to the
+                # old .grad keeps its old value).
+                record["fresh_grads"] = frozenset(
+                    i
+                    for i, (q, g) in enumerate(zip(binding.params, grad_objects, strict=True))
+                    if q._grad is not g and q._grad is not None
+                )
                 history = any(
                     isinstance(x, Tensor) and x._cur().node.requires_grad
                     for x in jax.tree_util.tree_leaves(out, is_leaf=_is_tensor)
@@ -375,6 +385,16 @@ class CompiledFunction:
                 binding.restore_classes()
                 binding.write_state(binding.unflatten(before))
                 binding.write_hparams(before_hparams)
+                # The traced values were bound into the caller's gradient objects: give each
+                # its value back, and its place (write_state makes a new one for a slot the
+                # step cleared), or a reference the caller keeps would hold a tracer.
+                n_p = len(binding.params)
+                for q, g, value in zip(
+                    binding.params, grad_objects, before[n_p : 2 * n_p], strict=True
+                ):
+                    if g is not None:
+                        g._data = value
+                        q._grad = g
             for x in jax.tree_util.tree_leaves(out, is_leaf=is_stateful):
                 if isinstance(x, Module | Parameter):
                     raise TypeError(_RETURNED_STATE.format(kind=type(x).__name__))
@@ -452,6 +472,7 @@ class CompiledFunction:
         constant = tuple(i for i in range(len(flat_state)) if i not in changed_set)
         in_shared = sharing.find_shared([flat_state[i] for i in live])
         written = record["args_written"]
+        fresh_grads = record["fresh_grads"]
         no_gradient = record.get("no_gradient")
         pack = packing.packable(flat_state, len(plan.binding.params))
         layout = (mutable, live, constant, dead, in_shared, written, pack)
@@ -464,8 +485,9 @@ class CompiledFunction:
         cacheable = not plan.binding.has_uninitialized()
         donated = len(live) - len(kept)
         return _Program(
-            jitted, mutable, live, donated, constant, cacheable, in_shared, written, record
-        )
+            jitted, mutable, live, donated, constant, cacheable, in_shared, written, record,
+            fresh_grads,
+        )  # fmt: skip
 
     # -- diagnostics -------------------------------------------------------------------------
     def _note_signature(self, kinds, leaves, args, kwargs, dyn, live_state, const_state) -> None:
@@ -498,7 +520,7 @@ class CompiledFunction:
             program = self._new_program(plan, leaves, flat_state, hparams, dyn)
             if program.cacheable:
                 self._programs[key] = program
-        write = plan.binding.writer(program.mutable)
+        write = plan.binding.writer(program.mutable, program.fresh_grads)
         if program.cacheable:
             plan.last, plan.last_mask = (program, write), mask
         return program, write, packing.materialize([flat_state[i] for i in program.live])

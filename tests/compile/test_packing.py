@@ -216,3 +216,30 @@ def test_reading_a_packed_gradient_lets_the_buffer_go():
     assert g._s.node.values is None and g._s.node.inputs  # packed, not computed
     g.tolist()  # computes every slice of the buffer
     assert g._s.node.values is not None and g._s.node.inputs == ()  # the buffer is released
+
+
+def test_a_kept_reference_to_an_old_gradient_keeps_its_value_as_in_torch():
+    # zero_grad() + backward() give .grad a new tensor in torch: a list of each step's .grad
+    # holds every step's values. The compiled step does the same (it reused one object, and
+    # a reference held across a retrace kept a tracer).
+    hist = {}
+    for lib in (torch, spx):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(3, 1)
+        opt = lib.optim.SGD(model.parameters(), lr=0.5)
+        x = lib.ones(2, 3)
+
+        def step(model, opt, x, scale):
+            opt.zero_grad()
+            (model(x).sum() * scale).backward()
+            opt.step()
+
+        if lib is spx:
+            step = spx.compile(step)
+        kept = []
+        for scale in (1.0, 2.0, 3.0):
+            step(model, opt, x, lib.tensor(scale))
+            kept.append(model.bias.grad)
+        hist[lib.__name__] = [g.tolist() for g in kept]
+        assert len({id(g) for g in kept}) == 3
+    assert hist["spx"] == hist["torch"] == [[2.0], [4.0], [6.0]]
