@@ -19,9 +19,14 @@ implementations in alternating blocks of calls (so that the shared machine's loa
 them alike); the table shows medians and the ratio to raw JAX. Target: spx <= 1.10x raw JAX.
 Keeping the gradients costs the tiny model ~0.1 ms on CPU: 29 more arrays per step, each a few
 microseconds of jax runtime bookkeeping (no extra kernels: the compiled programs have the same
-fusions). On an H100 (jax 0.11.2, ``tools/gpu_check.sh``) the same 29 output arrays cost
-~0.55 ms per step: 0.90 ms/step keeping them vs 0.35 without (raw JAX 0.69); packing the
-gradients into one buffer with per-parameter views is the fix to try there.
+fusions). On GPUs they cost raw JAX itself as much as its whole step ("raw +grads": 2.0x on an
+H100 and on an H200, jax 0.11.2), and one packed buffer 0.03-0.06 ms ("raw +packd"), so
+spx.compile returns fresh gradients packed (``spx/compile/packing.py``). H100, same run each:
+spx 1.62 ms before packing (2.42x raw JAX), 1.16 ms after (1.84x); H200, the final code: raw
+JAX 0.49, +grads 0.99, +packd 0.52, spx 0.76 (1.55x; 0.77x raw JAX returning its gradients),
+spx -grad 0.54 (1.11x), spx bwd() 0.76. What spx adds there keeping gradients is host Python:
+a new ``p.grad`` tensor per parameter per step (torch's ``zero_grad()`` semantics) and the lazy
+slices' bookkeeping, ~80 us.
 
 Results, 2026-11-26, 2-core CPU box (load 0.9-1.6), three runs of ``--only tiny``, x raw JAX:
 spx 1.17 / 1.18 / 1.13, spx -grad 1.07 / 1.09 / 1.10, spx bwd() 1.15 / 1.12 / 1.17, torch
@@ -32,8 +37,11 @@ spx.compile, load 0.6-1.7): spx 1.14 / 1.09 / 1.13, spx -grad 1.09 / 1.12 / 1.16
 Python from ~41 to ~32-37 us (measured with the program replaced by its cached outputs); on
 two cores that Python runs ~3x slower right after a step, while XLA's worker threads still
 spin, so it is ~0.1 ms of the step. The target (<= 1.10x) is met on some runs only, with or
-without kept gradients. (torch's ratio in these alternating
-runs is pessimistic: XLA's worker threads keep spinning on the second core after a JAX block.)
+without kept gradients. 2026-11-27 (load ~1), alternating runs of this code and the code before
+packing: new spx 1.22 / 1.28, -grad 1.16 / 1.28, bwd() 1.23 / 1.26; old spx 1.23 / 1.27, -grad
+1.21 / 1.20, bwd() 1.25 / 1.26 (the same within noise; the box is slower than the day before).
+(torch's ratio in these alternating runs is pessimistic: XLA's worker threads keep spinning on
+the second core after a JAX block.)
 
 Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium]``
 """
