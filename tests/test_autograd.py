@@ -7,7 +7,7 @@ import pytest
 
 import spx
 from spx import nn
-from tests._torch_utils import assert_grads_match, copy_torch_weights
+from tests._torch_utils import assert_grads_match, assert_params_match, copy_torch_weights
 
 torch = pytest.importorskip("torch")
 
@@ -249,6 +249,28 @@ def test_functional_gradients_still_allow_jnp_inside():
     model.weight.data = spx.tensor(w0[None])
     spx.backward(lambda m: jnp.sin(m.weight).sum(), model)
     np.testing.assert_allclose(np.asarray(model.weight.grad), np.cos(w0)[None], rtol=1e-6)
+
+
+def _write_then_loss(lib, m, x):
+    # Writes to parameters inside the loss function: torch keeps them after backward().
+    with lib.no_grad():
+        m[2].bias.mul_(2)  # in place
+    m[0].weight.data = m[0].weight.data * 0.5  # through .data
+    return (m(x) ** 2).sum()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_backward_keeps_parameter_writes_made_inside_fn(compiled):
+    t, s = _mlps()
+    x, _ = _data()
+    _write_then_loss(torch, t, torch.from_numpy(x)).backward()
+
+    def step(m, x):
+        return spx.backward(lambda m: _write_then_loss(spx, m, x), m)
+
+    (spx.compile(step) if compiled else step)(s, spx.from_numpy(x))
+    assert_params_match(t, s, rtol=1e-6, atol=1e-7)
+    assert_grads_match(t, s)
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -110,18 +110,28 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             for p, d in zip(train, datas, strict=True):
                 _hold_entered(p, d)
+            marks = [_mark(p) for p in binding.params]
             with _transforms.binding(), _jax_takes_the_gradient():
                 out = call(fn, args, kwargs, "reverse")
             with _no_grad_mode():
                 loss, aux, box["has_aux"] = _split_loss(out, fn_name)
                 after = binding.read_state()
-            return loss, (_arrays(aux), after[2], after[4])
+                # Parameters fn wrote in place (Embedding's max_norm renormalises its
+                # weight under no_grad): torch keeps the new values, so they leave too.
+                written = [
+                    None if _mark(p) == m else jax.lax.stop_gradient(p._data)
+                    for p, m in zip(binding.params, marks, strict=True)
+                ]
+            return loss, (_arrays(aux), after[2], after[4], written)
         finally:
             binding.write_state(before)
 
-    (loss, (aux, buffers, key)), grads = jax.value_and_grad(loss_of, has_aux=True)(
+    (loss, (aux, buffers, key, written)), grads = jax.value_and_grad(loss_of, has_aux=True)(
         [p._data for p in train]
     )
+    for p, w in zip(binding.params, written, strict=True):
+        if w is not None:
+            p._data = w
     for (d, n), obj, b in zip(binding.buffer_slots, binding.buffer_objs, buffers, strict=True):
         if obj is not None and b is not None:
             obj._data = b
@@ -162,6 +172,12 @@ def _hold_entered(p: Tensor, value: jax.Array) -> None:
     s.version += 1
     if s.node.values is None:
         graph.note_pending(s)
+
+
+def _mark(p: Tensor) -> tuple[Any, ...]:
+    """What identifies ``p``'s value: an in-place write or ``p.data = ...`` changes it."""
+    s = p._s
+    return (id(s), id(s.node), s.idx)
 
 
 def _materialize(binding: Binding, fn: Callable, args: Any, kwargs: Any) -> None:

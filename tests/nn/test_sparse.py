@@ -70,9 +70,60 @@ def test_max_norm_output_and_grad_match_torch():
     with torch.no_grad():
         t_layer.weight.mul_(3)  # most rows above max_norm
     _check_parity(t_layer, s_layer)
-    # Deviation (documented): torch also renormalizes the looked-up rows of weight in place;
-    # spx rescales only the output, so the stored table keeps its values.
     assert repr(s_layer) == repr(t_layer)
+
+
+@pytest.mark.parametrize("form", ["backward", "spx.backward", "compiled"])
+def test_max_norm_renormalises_the_table_in_place_as_torch(form):
+    # torch rescales the looked-up rows of weight itself, so each step starts from them: the
+    # table and the losses of a few SGD steps must follow torch's.
+    torch.manual_seed(0)
+    kwargs = {"max_norm": 1.5, "norm_type": 2.0}
+    t_layer, s_layer = torch.nn.Embedding(10, 3, **kwargs), nn.Embedding(10, 3, **kwargs)
+    with torch.no_grad():
+        t_layer.weight.mul_(2)
+    copy_weights(t_layer, s_layer)
+    t_opt = torch.optim.SGD(t_layer.parameters(), lr=0.1)
+    s_opt = spx.optim.SGD(s_layer.parameters(), lr=0.1)
+
+    def loss_of(layer, idx):
+        return (layer(idx) ** 3).sum()
+
+    def s_step(idx):
+        s_opt.zero_grad()
+        if form == "spx.backward":
+            loss = spx.backward(loss_of, s_layer, idx)
+        else:
+            loss = loss_of(s_layer, idx)
+            loss.backward()
+        s_opt.step()
+        return loss
+
+    s_run = spx.compile(s_step) if form == "compiled" else s_step
+    for step in range(3):
+        idx = IDX[:, step : step + 2]
+        t_opt.zero_grad()
+        t_loss = loss_of(t_layer, torch.tensor(idx, dtype=torch.long))
+        t_loss.backward()
+        t_opt.step()
+        s_loss = s_run(spx.tensor(idx))
+        np.testing.assert_allclose(float(s_loss), t_loss.item(), rtol=RTOL)
+        np.testing.assert_allclose(
+            s_layer.weight.detach().numpy(), t_layer.weight.detach().numpy(), rtol=RTOL, atol=ATOL
+        )
+
+
+def test_functional_max_norm_writes_a_tensor_weight_not_an_array():
+    w = np.full((4, 2), 3.0, np.float32)
+    table = spx.tensor(w)
+    out = F.embedding(spx.tensor([1]), table, max_norm=1.0)
+    t_table = torch.tensor(w)
+    t_out = torch.nn.functional.embedding(torch.tensor([1]), t_table, max_norm=1.0)
+    np.testing.assert_allclose(out.numpy(), t_out.numpy(), rtol=RTOL)
+    np.testing.assert_allclose(table.numpy(), t_table.numpy(), rtol=RTOL)  # row 1 rescaled
+    raw = jnp.asarray(w)  # immutable: the output is scaled, the array stays as it was
+    np.testing.assert_allclose(F.embedding(spx.tensor([1]), raw, max_norm=1.0).numpy(), t_out)
+    np.testing.assert_array_equal(np.asarray(raw), w)
 
 
 def test_default_init_is_standard_normal_with_zero_padding_row():

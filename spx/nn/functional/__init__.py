@@ -11,6 +11,7 @@ draw their key from ``spx.manual_seed``'s generator when they call for one, befo
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from spx import random as _random
 from spx._tensor.grad_mode import no_grad as _no_grad
 from spx._tensor.recorded import record_call as _record_call
 from spx._tensor.recorded import recorded as _recorded
+from spx._tensor.tensor import Tensor as _Tensor
 from spx.nn.functional import activation as _activation
 from spx.nn.functional import attention as _attention
 from spx.nn.functional import conv as _conv
@@ -182,7 +184,30 @@ def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
     num = getattr(weight, "shape", (None,))[0]
     if values is not None and values.size and num is not None:
         _sparse._check_range(values, num)
-    return _embedding_op(input, weight, *args, **kwargs)
+    bound = _embedding_signature.bind(input, weight, *args, **kwargs).arguments
+    if bound.get("max_norm") is not None and isinstance(weight, _Tensor):
+        # torch renormalises the looked-up rows of the table itself, in place: the next step
+        # starts from them. A raw array cannot be written; the op then scales the output.
+        _embedding_renorm_(weight, input, bound["max_norm"], bound.get("norm_type", 2.0))
+        bound["max_norm"] = None
+    return _embedding_op(**bound)
+
+
+_embedding_signature = inspect.signature(_sparse.embedding)
+
+
+def _embedding_renorm_(weight: Any, input: Any, max_norm: float, norm_type: float) -> None:
+    """torch's ``embedding_renorm_``: rows of ``weight`` that ``input`` looks up and whose
+    ``norm_type``-norm exceeds ``max_norm`` are scaled by ``max_norm / (norm + 1e-7)``."""
+    import jax.numpy as jnp
+
+    with _no_grad():
+        w = weight._data
+        idx = jnp.asarray(input._data if isinstance(input, _Tensor) else input).reshape(-1)
+        rows = jnp.take(w, idx, axis=0, mode="clip")
+        norms = jnp.linalg.norm(rows, ord=norm_type, axis=-1, keepdims=True)
+        scale = jnp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.copy_(w.at[idx].set((rows * scale).astype(w.dtype), mode="drop"))
 
 
 @functools.wraps(_sparse.one_hot)

@@ -6,9 +6,10 @@ one-hot matmul. Its torch options are reproduced without mutating the table:
 * ``padding_idx``: the output keeps the padding row's value (as torch) but no gradient reaches
   that row — implemented with a ``stop_gradient`` select on the *output*, which is O(batch) work
   instead of rewriting the O(vocab) table.
-* ``max_norm``: looked-up rows with norm above ``max_norm`` are rescaled in the output. torch
-  also renormalizes those rows of ``weight`` in place; spx cannot mutate the table, so the
-  stored weight is left as is (the output and the gradient — unscaled, as torch's — match).
+* ``max_norm``: looked-up rows with norm above ``max_norm`` are rescaled. A Tensor ``weight``
+  (an Embedding's table) is renormalised in place first, as torch does, so the next step starts
+  from the rescaled rows; this op, which sees a raw array, rescales the output only (the
+  gradient, unscaled as torch's, is the same either way).
 * ``scale_grad_by_freq``: the gradient of each row is divided by its count in the batch.
 * ``sparse``: accepted and ignored (gradients are dense arrays).
 
@@ -49,8 +50,8 @@ def embedding(
         weight: ``(num_embeddings, embedding_dim)``.
         padding_idx: this row's output is its stored value but it receives no gradient;
             negative values count from the end (as torch).
-        max_norm: rescale looked-up rows whose ``norm_type``-norm exceeds it (output only; see
-            the module docstring).
+        max_norm: rescale looked-up rows whose ``norm_type``-norm exceeds it (a Tensor
+            ``weight`` in place, as torch; see the module docstring).
         norm_type: the p of the norm for ``max_norm``.
         scale_grad_by_freq: divide each row's gradient by its frequency in ``input``.
         sparse: ignored.

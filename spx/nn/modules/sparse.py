@@ -32,9 +32,8 @@ class Embedding(Module):
         num_embeddings: size of the table (valid indices are ``0..num_embeddings-1``).
         embedding_dim: size of each vector.
         padding_idx: a row that gets no gradient; negative values count from the end.
-        max_norm: rescale looked-up vectors whose ``norm_type``-norm exceeds it. torch also
-            renormalizes those rows of ``weight`` in place; spx rescales the output only (the
-            returned values and gradients match, the stored table is left unchanged).
+        max_norm: rescale looked-up vectors whose ``norm_type``-norm exceeds it; those rows
+            of ``weight`` are renormalised in place, as in torch.
         norm_type: the p of the norm for ``max_norm``.
         scale_grad_by_freq: divide each row's gradient by its count in the mini-batch.
         sparse: accepted for compatibility; gradients are always dense arrays.
