@@ -44,6 +44,7 @@ from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile import diagnostics, packing, sharing
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
+from spx.compile.captured import Captured
 from spx.nn import _hooks, _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -239,12 +240,16 @@ class CompiledFunction:
         self.trace_count = 0  # how many programs were traced (for tests and diagnostics)
         self.signatures = diagnostics.SignatureLog(fn)
         self._collect_warned: set[str] = set()
+        self._captured = Captured(fn)  # the models and optimizers fn reaches by name
         functools.update_wrapper(self, fn)
 
     # -- planning ----------------------------------------------------------------------------
-    def _make_plan(self, leaves: list[Any], treedef: Any) -> _Plan:
+    def _make_plan(self, leaves: list[Any], treedef: Any, captured: tuple[Any, ...]) -> _Plan:
         stateful = [x for x in leaves if is_stateful(x)]
-        binding = Binding(stateful)
+        # State fn names (a global model, an optimizer in its closure) is bound like state
+        # passed in: listed after the arguments' so their slots keep their order.
+        stateful_all = [*stateful, *captured]
+        binding = Binding(stateful_all)
         kinds = tuple("state" if is_stateful(x) else _leaf_kind(x) for x in leaves)
         static_leaves = []
         for x, kind in zip(leaves, kinds, strict=True):
@@ -267,7 +272,7 @@ class CompiledFunction:
             # read) their values, whether or not a Tensor subclass is a pytree node.
             tuple(
                 jax.tree_util.tree_structure(x, is_leaf=_is_tensor)
-                for x in stateful
+                for x in stateful_all
                 if isinstance(x, Module)
             ),
             tuple(
@@ -279,12 +284,12 @@ class CompiledFunction:
             # _rg: a lazy parameter has no value to ask requires_grad of (all are leaves).
             tuple(p._rg for p in binding.params),
             # Which stateful argument is which object (the same model passed twice, ...).
-            tuple(index[id(x)] if isinstance(x, Tensor) else -1 for x in stateful),
+            tuple(index[id(x)] if isinstance(x, Tensor) else -1 for x in stateful_all),
         )
         return _Plan(
             epoch=_structure.EPOCH,
             treedef=treedef,
-            stateful_ids=tuple(id(x) for x in stateful),
+            stateful_ids=tuple(id(x) for x in stateful_all),
             binding=binding,
             kinds=kinds,
             static_key=static_key,
@@ -294,16 +299,18 @@ class CompiledFunction:
 
     def _plan_for(self, leaves: list[Any], treedef: Any) -> _Plan:
         plan = self._plan
+        captured = self._captured.scan()
         if (
             plan is not None
             and plan.epoch == _structure.EPOCH
             and plan.treedef == treedef
-            and plan.stateful_ids == tuple(id(x) for x in leaves if is_stateful(x))
+            and plan.stateful_ids
+            == tuple(id(x) for x in (*(x for x in leaves if is_stateful(x)), *captured))
             and plan.static_leaves
             == tuple(x for x, k in zip(leaves, plan.kinds, strict=True) if k == "static")
         ):
             return plan
-        plan = self._plan = self._make_plan(leaves, treedef)
+        plan = self._plan = self._make_plan(leaves, treedef, captured)
         return plan
 
     # -- tracing -----------------------------------------------------------------------------
@@ -532,7 +539,12 @@ class CompiledFunction:
             # would become tracers, and the program donates the parameters' old arrays.
             recorded.flush()
         plan = self._plan
-        if plan is not None and not kwargs and _same_positional(plan, args):
+        if (
+            plan is not None
+            and not kwargs
+            and _same_positional(plan, args)
+            and self._captured.same()
+        ):
             leaves, dyn = args, [x for x, o in zip(args, plan.positional, strict=True) if o is None]
         else:
             flat = _fast_flatten(args, kwargs)
@@ -661,15 +673,16 @@ def compile(
     """Compile a torch-style step (forward, backward, optimizer update) into one program.
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,
-    including lists and dicts), Tensors and arrays, Python floats (traced) and other hashable
-    values (static: a new value recompiles). A leaf Tensor that requires grad is state, like a
-    Parameter; other Tensors are inputs, and in-place writes to them (``total.add_(loss)``) are
-    written back to the caller's tensor, as in torch. A Tensor argument with autograd history
-    (computed outside from tensors that require grad) is refused: gradients can't leave the
-    program through it. The function may call ``opt.zero_grad()``, ``loss.backward()`` or
-    :func:`spx.backward`, ``clip_grad_norm_`` and ``opt.step()``, assign BatchNorm buffers and
-    draw randomness; all of that state is written back into the objects after each call. It
-    returns Tensors.
+    including lists and dicts) or name them as a ``torch.compile`` step does (globals, closure
+    variables, a bound method's ``self``: :mod:`spx.compile.captured`), Tensors and arrays,
+    Python floats (traced) and other hashable values (static: a new value recompiles). A leaf
+    Tensor that requires grad is state, like a Parameter; other Tensors are inputs, and in-place
+    writes to them (``total.add_(loss)``) are written back to the caller's tensor, as in torch.
+    A Tensor argument with autograd history (computed outside from tensors that require grad) is
+    refused: gradients can't leave the program through it. The function may call
+    ``opt.zero_grad()``, ``loss.backward()`` or :func:`spx.backward`, ``clip_grad_norm_`` and
+    ``opt.step()``, assign BatchNorm buffers and draw randomness; all of that state is written
+    back into the objects after each call. It returns Tensors.
 
     The step's Python runs only while it is traced (once per signature), with placeholder
     arrays. So it cannot branch on values (``if loss > 1:`` — use ``jnp.where`` or

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import types
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import jax
 
 from spx import _user_code
+from spx.compile.captured import code_names
 
 RECOMPILE_LIMIT = 8
 
@@ -79,15 +79,17 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
         A ``TypeError`` (an ``IndexError`` for boolean masks) naming the user's line and the
         fix, to be raised ``from error``; None when ``error`` is of another kind.
     """
-    if isinstance(error, jax.errors.UnexpectedTracerError) and "key<" in str(error):
-        return _nested_random_draw(error, fn)
+    if isinstance(error, jax.errors.UnexpectedTracerError):
+        if "key<" in str(error):
+            return _nested_random_draw(error, fn)
+        return RuntimeError(MSG_UNBOUND_STATE.format(name=_name(fn)))
     kind = _kind(error)
     if kind is None:
         return None
     what, fix = kind
     where = _user_code.from_traceback(error.__traceback__)
     at = f", at\n  {where}" if where is not None else ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    name = _name(fn)
     message = (
         f"spx.compile: the step {name!r} uses the value of a traced array in Python{at}\n"
         "While spx.compile traces a step (once per signature, to build one XLA program) its "
@@ -96,6 +98,20 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
     )
     cls = IndexError if isinstance(error, IndexError) else TypeError
     return cls(message)
+
+
+MSG_UNBOUND_STATE = (
+    "spx.compile: the step {name!r} changed state that spx.compile did not bind: a Module, "
+    "Optimizer or tensor it reaches neither through its arguments nor by a name of its own "
+    "(a global or closure variable), e.g. an attribute of another object or an entry of a "
+    "dict, so a placeholder of the trace was left in it.\n"
+    "Fix: pass the model and the optimizer as arguments, step(model, opt, x), or name them "
+    "directly in the step."
+)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
 
 
 MSG_NESTED_RANDOM = (
@@ -114,18 +130,10 @@ MSG_NESTED_RANDOM = (
 def _nested_random_draw(error: BaseException, fn: Callable[..., Any]) -> BaseException:
     where = _user_code.from_traceback(error.__traceback__)
     at = f", at\n  {where}" if where is not None else ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    return RuntimeError(MSG_NESTED_RANDOM.format(name=name, at=at))
+    return RuntimeError(MSG_NESTED_RANDOM.format(name=_name(fn), at=at))
 
 
 # -- containers that collected placeholders ------------------------------------------------------
-def _code_names(code: types.CodeType) -> Iterator[str]:
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):  # lambdas and nested functions of the step
-            yield from _code_names(const)
-
-
 def _reachable(fn: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
     """``(description, value)`` of the globals and closure variables ``fn``'s code uses."""
     fn = inspect.unwrap(fn)
@@ -139,7 +147,7 @@ def _reachable(fn: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
         except ValueError:  # an empty cell
             continue
     found = fn.__globals__
-    for name in dict.fromkeys(_code_names(code)):
+    for name in code_names(code):
         if name in found:
             yield f"{name!r} (a global the step uses)", found[name]
 

@@ -1,0 +1,174 @@
+"""spx.compile on a step that names its model and optimizer (closure, global, ``self``)
+instead of taking them as arguments, the way torch scripts write ``@torch.compile`` steps."""
+
+import numpy as np
+import pytest
+
+import spx
+from spx import nn
+from spx.compile.captured import Captured
+from tests._torch_utils import assert_params_match, copy_torch_weights
+
+torch = pytest.importorskip("torch")
+
+STEP_SOURCE = """
+def step(x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    return loss
+"""
+
+
+def _pair(seed=0):
+    torch.manual_seed(seed)
+    t = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    s = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 2))
+    copy_torch_weights(t, s)
+    return t, s
+
+
+def _batches(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        (rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((8, 2)).astype("f4"))
+        for _ in range(n)
+    ]
+
+
+def _torch_steps(t, batches):
+    opt = torch.optim.SGD(t.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = ((t(torch.tensor(x)) - torch.tensor(y)) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _check(step, t, s, batches):
+    want = _torch_steps(t, batches)
+    got = [float(step(spx.tensor(x), spx.tensor(y))) for x, y in batches]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+    assert step.trace_count <= 2  # no grads / momentum, then with: no retrace per call
+
+
+def test_closure_over_model_and_optimizer_matches_torch():
+    t, s = _pair()
+    opt = spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)
+    model = s
+
+    @spx.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    _check(step, t, s, _batches(4))
+    assert s[0].weight.grad is not None  # p.grad written back, as after torch's step
+
+
+def test_globals_are_bound_and_a_rebound_global_is_followed():
+    t, s = _pair()
+    namespace = {"model": s, "opt": spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)}
+    exec(STEP_SOURCE, namespace)
+    step = spx.compile(namespace["step"])
+    _check(step, t, s, _batches(4))
+    # `model = Net(); opt = ...` again (a new run in a notebook): the step trains the new pair.
+    t2, s2 = _pair(seed=1)
+    frozen = s[0].weight.detach().numpy().copy()
+    namespace["model"] = s2
+    namespace["opt"] = spx.optim.SGD(s2.parameters(), lr=0.1, momentum=0.9)
+    want = _torch_steps(t2, _batches(3, seed=1))
+    got = [float(step(spx.tensor(x), spx.tensor(y))) for x, y in _batches(3, seed=1)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert_params_match(t2, s2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(s[0].weight.detach().numpy(), frozen)
+
+
+def test_bound_method_of_a_module_binds_self():
+    t, s = _pair()
+
+    class Trained(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def fit(self, opt, x, y):
+            opt.zero_grad()
+            loss = ((self.net(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+    opt = spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)
+    step = spx.compile(Trained(s).fit)
+    want = _torch_steps(t, _batches(3))
+    got = [float(step(opt, spx.tensor(x), spx.tensor(y))) for x, y in _batches(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert_params_match(t, s, rtol=1e-5, atol=1e-6)
+
+
+def test_closure_over_a_leaf_tensor_that_requires_grad():
+    w = spx.zeros(3, requires_grad=True)
+    tw = torch.zeros(3, requires_grad=True)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    @spx.compile
+    def step(x):
+        loss = ((w * x).sum() - 1.0) ** 2
+        loss.backward()
+        with spx.no_grad():
+            w.sub_(0.05 * w.grad)
+            w.grad = None
+        return loss
+
+    for _ in range(3):
+        loss = ((tw * torch.tensor(x)).sum() - 1.0) ** 2
+        loss.backward()
+        with torch.no_grad():
+            tw.sub_(0.05 * tw.grad)
+            tw.grad = None
+        np.testing.assert_allclose(float(step(spx.tensor(x))), loss.item(), rtol=1e-6)
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-6)
+
+
+def test_state_reached_through_another_object_raises_with_the_fix():
+    _, s = _pair()
+
+    class Trainer:  # a plain object: its attributes are not names the step uses
+        model = s
+        opt = spx.optim.SGD(s.parameters(), lr=0.1)
+
+    trainer = Trainer()
+
+    @spx.compile
+    def step(x, y):
+        trainer.opt.zero_grad()
+        loss = ((trainer.model(x) - y) ** 2).mean()
+        loss.backward()
+        trainer.opt.step()
+        return loss
+
+    ((x, y),) = _batches(1)
+    with pytest.raises(RuntimeError, match=r"pass the model and the optimizer as arguments"):
+        step(spx.tensor(x), spx.tensor(y))
+
+
+def test_captured_finds_names_in_nested_functions_and_skips_the_rest():
+    model = nn.Linear(2, 1)
+    plain = 3.0
+    frozen_leaf = spx.zeros(2)  # no requires_grad: an input, not state
+
+    def fn(x):
+        return (lambda z: model(z) * plain + frozen_leaf.sum())(x)
+
+    captured = Captured(fn)
+    assert captured.scan() == (model,)
+    assert captured.same()
