@@ -20,7 +20,7 @@ import jax
 
 from spx import _context
 from spx import random as spx_random
-from spx._tensor.graph import Node
+from spx._tensor.graph import Node, Storage
 from spx._tensor.tensor import Tensor
 from spx.compile import packing
 from spx.nn.module import Module
@@ -186,12 +186,12 @@ class Binding:
             grads = [
                 None
                 if (g := p._grad) is None
-                else packing.Packed(s.node, s.idx)
+                else s  # the gradient's own Storage stands in for the array
                 if g._view is None and packing.is_pending((s := g._s).node)
                 else g._data
                 for p in params
             ]
-            self.packed_read = any(type(g) is packing.Packed for g in grads)
+            self.packed_read = any(type(g) is Storage for g in grads)
         states = []
         for o, own, ids in zip(self.optimizers, self.opt_params, self.opt_ids, strict=True):
             state = o.state
@@ -254,7 +254,7 @@ class Binding:
                     arrays.append(v)
             for p, k, fresh in grads:
                 v, g = values[k], None if fresh else p._grad
-                if type(v) is packing.Packed:
+                if type(v) is Storage:  # a packed part (packing.unpack)
                     if g is None:
                         p._grad = packing.tensor(v)
                     else:

@@ -32,20 +32,6 @@ from spx._tensor.tensor import Tensor
 Layout = tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[Any, ...]], ...]
 
 
-class Packed:
-    """A gradient still inside its packed buffer: output ``idx`` of the pending ``node``.
-
-    It stands in for the array in :meth:`Binding.read_flat`'s list, so reading the state
-    computes nothing; :func:`materialize` turns it into the array where a program reads it.
-    """
-
-    __slots__ = ("idx", "node")
-
-    def __init__(self, node: Node, idx: int) -> None:
-        self.node = node
-        self.idx = idx
-
-
 def _unpack(flat: jax.Array, shapes: tuple[tuple[int, ...], ...]) -> tuple[jax.Array, ...]:
     """The arrays of ``shapes`` laid end to end in ``flat`` (the recorded function)."""
     out, start = [], 0
@@ -95,31 +81,33 @@ def pack(new: list[Any], slots: tuple[int, ...], grad_slots: range, unread: set[
 
 
 def unpack(values: list[Any], layout: Layout, buffers: list[jax.Array]) -> None:
-    """After the call: put a :class:`Packed` part of its buffer where each gradient was."""
+    """After the call: put a part of its buffer where each gradient was, as the Storage a new
+    gradient tensor will hold (see :func:`tensor`)."""
     for (ks, shapes, avals), flat in zip(layout, buffers, strict=True):
         node = Node(_unpack, (shapes,), ((value_node(flat), 0),), avals, None, False)
         for idx, k in enumerate(ks):
-            values[k] = Packed(node, idx)
+            values[k] = Storage(node, idx)
 
 
 def materialize(values: list[Any]) -> list[Any]:
-    """``values`` with every :class:`Packed` replaced by its array (one program per buffer)."""
-    if not any(type(x) is Packed for x in values):
+    """``values`` with every packed part (a :class:`Storage` standing in for the array, from
+    :func:`unpack` or :meth:`Binding.read_flat`) replaced by its array (one program per buffer)."""
+    if not any(type(x) is Storage for x in values):
         return values
-    nodes = {id(x.node): x.node for x in values if type(x) is Packed and x.node.values is None}
+    nodes = {id(x.node): x.node for x in values if type(x) is Storage and x.node.values is None}
     if nodes:
         program.run([Storage(n) for n in nodes.values()], with_pending=False)
-    return [x.node.values[x.idx] if type(x) is Packed else x for x in values]
+    return [x.node.values[x.idx] if type(x) is Storage else x for x in values]
 
 
-def tensor(part: Packed) -> Tensor:
-    """A new gradient tensor holding ``part``, uncomputed."""
+def tensor(part: Storage) -> Tensor:
+    """A new gradient tensor holding ``part`` (made by :func:`unpack` for it), uncomputed."""
     t = object.__new__(Tensor)
-    t._init(Storage(part.node, part.idx), False)
+    t._init(part, False)
     return t
 
 
-def hold(storage: Storage, part: Packed) -> None:
+def hold(storage: Storage, part: Storage) -> None:
     """Make ``storage`` (a gradient tensor's) hold ``part``, uncomputed."""
     storage.node, storage.idx = part.node, part.idx
     storage.version += 1
