@@ -466,6 +466,13 @@ def test_digamma_at_its_pole_is_torchs_infinity():
     check(lambda m, x: m.polygamma(0, x), x)
 
 
+def test_gamma_gradients_at_infinity_and_at_the_pole_are_torchs():
+    # digamma' (trigamma) is 0 at +inf (JAX gave NaN); lgamma' (digamma) is -inf/+inf at +0/-0.
+    check_grad(lambda m, x: m.digamma(x), np.array([np.inf, 0.5, 3.0], np.float32))
+    check_grad(lambda m, x: m.lgamma(x), np.array([0.0, -0.0, np.inf, 2.5, -0.5], np.float32))
+    check(lambda m, x: m.lgamma(x), np.array([0.0, -0.0, np.inf, -2.0, 2.5], np.float32))
+
+
 def test_angle_of_negative_zero_is_zero():
     x = np.array([-0.0, 0.0, -1.0, 2.0, np.nan, -np.inf], np.float32)
     check(lambda m, x: m.angle(x), x)

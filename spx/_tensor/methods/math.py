@@ -385,11 +385,29 @@ def _digamma_float(x: Any) -> Any:
 @_digamma_float.defjvp
 def _digamma_jvp(primals: tuple, tangents: tuple) -> tuple:
     (x,), (t,) = primals, tangents
-    return _digamma_float(x), jsp.polygamma(1, x) * t
+    # trigamma vanishes at +inf as torch's gives (JAX's series gives NaN there).
+    slope = jnp.where(x == jnp.inf, 0, jsp.polygamma(1, x)).astype(x.dtype)
+    return _digamma_float(x), slope * t
 
 
 def _digamma(x: Any) -> Any:
     return _digamma_float(_float(x))
+
+
+@jax.custom_jvp
+def _lgamma_float(x: Any) -> Any:
+    return jsp.gammaln(x)
+
+
+@_lgamma_float.defjvp
+def _lgamma_jvp(primals: tuple, tangents: tuple) -> tuple:
+    # d lgamma = digamma, with torch's values at the pole 0 (-inf at +0; JAX gives NaN).
+    (x,), (t,) = primals, tangents
+    return _lgamma_float(x), _digamma_float(x) * t
+
+
+def _lgamma(x: Any) -> Any:
+    return _lgamma_float(_float(x))
 
 
 def _angle(x: Any) -> Any:
@@ -436,7 +454,7 @@ _UNARY = {
     "atanh": jnp.arctanh, "arctanh": jnp.arctanh, "sigmoid": _sigmoid, "relu": jax.nn.relu,
     "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
     "sign": _sign, "sgn": _sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
-    "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": jsp.gammaln,
+    "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": _lgamma,
     "digamma": _digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
     "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
     "isinf": jnp.isinf, "isfinite": jnp.isfinite, "isposinf": _isposinf, "isneginf": _isneginf,
