@@ -164,26 +164,23 @@ def test_value_and_grad_sums_the_gradient_of_tied_parameters():
     np.testing.assert_allclose(np.asarray(model.a.weight.grad), t.a.weight.grad.numpy(), rtol=1e-5)
 
 
-class _Round(spx.autograd.Function):
-    """round() whose backward passes 3x the gradient (JAX's own derivative of round is 0)."""
+def _round_function(lib):
+    """round() whose backward passes 3x the gradient (JAX's own derivative of round is 0),
+    as an autograd.Function of ``lib`` (spx or torch)."""
 
-    @staticmethod
-    def forward(ctx, x):
-        return x.round()
+    class _Round(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
 
-    @staticmethod
-    def backward(ctx, g):
-        return g * 3
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    return _Round
 
 
-class _TorchRound(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.round()
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 3
+_ROUND = {lib: _round_function(lib) for lib in (spx, torch)}
 
 
 def _detached(lib, w):
@@ -197,7 +194,7 @@ def _under_no_grad(lib, w):
 
 
 def _custom_function(lib, w):
-    fn = _Round if lib is spx else _TorchRound
+    fn = _ROUND[lib]
     return (fn.apply(w * 1.3) * w).sum()
 
 
