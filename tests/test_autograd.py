@@ -343,3 +343,40 @@ def test_backward_refuses_retain_grad_it_would_skip_and_runs_post_accumulate_hoo
     s[0].bias.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
     spx.backward(lambda m: m(spx.tensor(x)).sum(), s)
     assert seen == [s[0].bias.grad.tolist()]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("form", ["loss.backward", "spx.backward"])
+def test_grads_that_view_a_flat_buffer_are_added_into_it_as_torch(form, compiled):
+    # p.grad set to views of one flat buffer (manual gradient bucketing): torch's backward adds
+    # into .grad in place, so the buffer holds the sums; spx replaced the views' values only.
+    pair = dict(zip((torch, spx), _mlps(), strict=True))
+
+    def run(lib):
+        model = pair[lib]
+        flat = lib.zeros(sum(p.numel() for p in model.parameters()))
+        at = 0
+        for p in model.parameters():
+            p.grad = flat[at : at + p.numel()].view(p.shape)
+            at += p.numel()
+        opt = lib.optim.SGD(model.parameters(), lr=0.1)
+        x, y = (lib.tensor(a) for a in _data())
+
+        def step(x, y):
+            loss_of = lambda m: ((m(x) - y) ** 2).mean()  # noqa: E731
+            if lib is spx and form == "spx.backward":
+                spx.backward(loss_of, model)
+            else:
+                loss_of(model).backward()
+            opt.step()
+
+        if lib is spx and compiled:
+            step = spx.compile(step)
+        for _ in range(2):
+            step(x, y)
+        return flat.detach().numpy(), [p.detach().numpy() for p in model.parameters()]
+
+    (t_flat, t_params), (s_flat, s_params) = run(torch), run(spx)
+    np.testing.assert_allclose(s_flat, t_flat, rtol=1e-5, atol=1e-7)
+    for sp, tp in zip(s_params, t_params, strict=True):
+        np.testing.assert_allclose(sp, tp, rtol=1e-5, atol=1e-7)

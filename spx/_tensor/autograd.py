@@ -110,6 +110,9 @@ def _set_grad(t: Any, value: Any, add: bool = False) -> None:
     else:
         if add:
             value = grad._value() + value
+        if grad._view is not None:  # torch adds in place: a view writes through to its base
+            grad._write_through(value)
+            return
         s = grad._cur()
         s.node, s.idx = value_node(value), 0
         s.version += 1

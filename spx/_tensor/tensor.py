@@ -264,6 +264,22 @@ class Tensor(
         s.node, s.idx = value_node(array), 0
         s.version += 1
 
+    def _write_through(self, array: Any) -> None:
+        """Internal: ``_data = array``, and for a view its base too, as torch's in-place writes
+        (``backward()`` adding into a ``.grad`` that views a flat gradient buffer).
+
+        While spx binds state to a trace (spx.compile) the view alone is bound, not its base:
+        only the view is written then, and the compiled step's writer writes through after the
+        call."""
+        if self._view is None or graph.STATE.binding:
+            self._data = array
+            return
+        previous = graph.set_grad_enabled_flag(False)
+        try:
+            self._assign(Tensor._of(array))
+        finally:
+            graph.set_grad_enabled_flag(previous)
+
     @property
     def _aval(self) -> Any:
         s = self._cur()

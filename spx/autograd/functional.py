@@ -33,7 +33,6 @@ from spx._tensor.graph import Storage, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile.binding import (
     Binding,
-    _grad_value,
     _set_grad_value,
     flatten_args,
     is_stateful,
@@ -143,8 +142,11 @@ def backward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         hooks = p.__dict__.get("_grad_hooks")
         if hooks:  # p.register_hook(...): torch runs it before adding to .grad
             g = run_hooks(hooks, g)
-        old = _grad_value(p)
-        _set_grad_value(p, g if old is None else old + g)
+        old = p._grad
+        if old is None:
+            _set_grad_value(p, g)
+        else:  # torch adds in place (a .grad viewing a flat buffer writes into it)
+            old._write_through(old._data + g)
     run_post_accumulate_hooks(train, create_graph=False)
     run_post_backward(train)  # e.g. DistributedDataParallel's gradient averaging
     loss = Tensor._of(loss)

@@ -263,6 +263,8 @@ class Binding:
                     p._grad = None
                 elif g is None:
                     p._grad = Tensor._of(v)
+                elif g._view is not None:
+                    g._write_through(v)  # into the view's base too, as torch's in-place add
                 else:
                     targets.append(g)
                     arrays.append(v)
