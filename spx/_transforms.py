@@ -129,6 +129,53 @@ def binding() -> Iterator[None]:
         state.binding -= 1
 
 
+class _Deferred(threading.local):
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, str, tuple]] | None = None
+
+
+_DEFERRED = _Deferred()
+
+
+@contextlib.contextmanager
+def deferring(calls: list[tuple[Any, str, tuple]]) -> Iterator[None]:
+    """While spx.compile traces a step: collect in ``calls`` the Python-only updates the step
+    makes (an LR scheduler's ``step()``), which must run after every call of the compiled
+    program rather than once, when the step is traced (see :func:`defer`)."""
+    previous = _DEFERRED.calls
+    _DEFERRED.calls = calls
+    try:
+        yield
+    finally:
+        _DEFERRED.calls = previous
+
+
+def defer(obj: Any, method: str, args: tuple = ()) -> bool:
+    """Inside a traced compiled step, record ``obj.method(*args)`` to run after each call and
+    return True; elsewhere return False (the caller then runs it now).
+
+    Example:
+        >>> defer(object(), "step")  # not tracing
+        False
+    """
+    calls = _DEFERRED.calls
+    if calls is None:
+        return False
+    if any(isinstance(a, jax.core.Tracer) or hasattr(a, "_ref") for a in args):
+        raise TypeError(
+            f"{type(obj).__name__}.{method}() got a value computed inside the compiled step "
+            "as an argument; it runs after each call of the compiled program, with Python "
+            f"values. Return the value from the step and call {method}() after the call."
+        )
+    calls.append((obj, method, args))
+    return True
+
+
+def deferred_calls() -> list[tuple[Any, str, tuple]]:
+    """The calls :func:`defer` recorded so far in the step being traced (empty elsewhere)."""
+    return _DEFERRED.calls or []
+
+
 def is_binding() -> bool:
     """Whether spx binds state right now: inside :func:`binding`, or with a traced RNG key."""
     return graph.STATE.binding > 0 or traced_key(_context.current().key)

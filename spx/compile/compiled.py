@@ -39,7 +39,6 @@ import numpy as np
 from spx import _transforms, _user_code
 from spx._tensor import graph
 from spx._tensor import program as recorded
-from spx._tensor.grad_mode import no_grad
 from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
 from spx.compile import diagnostics, packing, sharing
@@ -361,14 +360,17 @@ class CompiledFunction:
                         kinds, call_leaves, args, kwargs, dyn, live_state, const_state
                     )
                 backwards_before = graph.STATE.backwards
+                deferred: list[tuple[Any, str, tuple]] = []
                 try:
-                    with _transforms.binding():
+                    with _transforms.binding(), _transforms.deferring(deferred):
                         out = fn(*args, **kwargs)
                 except Exception as e:
                     clearer = diagnostics.explain_trace_error(e, fn)
                     if clearer is None:
                         raise
                     raise clearer from None
+                # Python-only updates (an LR scheduler's step()): run after each call.
+                record["deferred"] = tuple(deferred)
                 flat_out = binding.read_flat()
                 # Gradients the step gave a new tensor object (zero_grad() set None, backward
                 # made a new one): the call does too, as torch does (a reference kept to the
@@ -608,6 +610,8 @@ class CompiledFunction:
         write(new_values)
         if written:
             _write_arguments(dyn, program.args_written, written)
+        for obj, method, call_args in program.record["deferred"]:
+            getattr(obj, method)(*call_args)
         if not program.cacheable:
             # The trace materialized lazy parameters; the written-back values make them real.
             for p in binding.params:
@@ -620,12 +624,7 @@ class CompiledFunction:
 def _write_arguments(dyn: list[Any], positions: tuple[int, ...], values: list[Any]) -> None:
     """Give the Tensor arguments the step wrote in place their new values (aliases see them)."""
     for i, value in zip(positions, values, strict=True):
-        t = dyn[i]
-        if t._view is None:
-            t._data = value
-        else:  # a view: the write goes through to its base, as the step's write did
-            with no_grad():
-                t.copy_(Tensor._of(value))
+        dyn[i]._write_through(value)  # a view's base too, as the step's write did
 
 
 def _snapshot(x: Any) -> Any:

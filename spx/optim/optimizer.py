@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx import _transforms
 from spx._host import device_array
 from spx._tensor.tensor import Tensor
 from spx.compile import sharing
@@ -59,6 +60,14 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     return value
+
+
+_STEP_AFTER_SCHEDULER = (
+    "optimizer.step() ran after {sched}.step() in a step spx.compile traces. A scheduler's "
+    "step() there runs after each call of the compiled program, so this update would use the "
+    "learning rate torch would have replaced. Call optimizer.step() first, then "
+    "scheduler.step(), the order torch expects too."
+)
 
 
 class Optimizer:
@@ -290,6 +299,9 @@ class Optimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter whose ``.grad`` is not None; returns ``closure()``."""
+        for sched, _, _ in _transforms.deferred_calls():
+            if getattr(sched, "optimizer", None) is self:
+                raise RuntimeError(_STEP_AFTER_SCHEDULER.format(sched=type(sched).__name__))
         loss = closure() if closure is not None else None
         tracing = False
         for group in self.param_groups:

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _transforms
 from spx.nn import _structure
 from spx.optim.optimizer import Optimizer
 
@@ -132,7 +133,14 @@ class LRScheduler:
             )
 
     def step(self, epoch: int | None = None) -> None:
-        """Advance one epoch (or jump to ``epoch``, torch's deprecated form)."""
+        """Advance one epoch (or jump to ``epoch``, torch's deprecated form).
+
+        Called inside a step that ``spx.compile`` traces, it runs after each call of the
+        compiled program (the learning rate it sets is the next call's), as the step's Python
+        would otherwise run only once, while it is traced.
+        """
+        if _transforms.defer(self, "step", (epoch,)):
+            return
         self._step_count += 1
         if epoch is not None:
             warnings.warn(

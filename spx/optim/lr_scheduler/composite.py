@@ -6,6 +6,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
+from spx import _transforms
 from spx.optim.lr_scheduler.base import (
     LRScheduler,
     _param_groups_val_list,
@@ -116,7 +117,10 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]
-        """Advance the active scheduler, starting the next one at its milestone."""
+        """Advance the active scheduler, starting the next one at its milestone (after each
+        call inside a compiled step: see :meth:`LRScheduler.step`)."""
+        if _transforms.defer(self, "step"):
+            return
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -175,7 +179,9 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
-        """Step every scheduler once, in order."""
+        """Step every scheduler once, in order (after each call inside a compiled step)."""
+        if _transforms.defer(self, "step"):
+            return
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from spx import _transforms
 from spx.optim.lr_scheduler.base import (
     LRScheduler,
     _param_groups_val_list,
@@ -145,7 +146,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         ]
 
     def step(self, epoch: float | None = None) -> None:
-        """Advance one epoch, or go to ``epoch`` (may be fractional: call it every batch)."""
+        """Advance one epoch, or go to ``epoch`` (may be fractional: call it every batch).
+        Inside a compiled step it runs after each call (see :meth:`LRScheduler.step`)."""
+        if _transforms.defer(self, "step", (epoch,)):
+            return
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:

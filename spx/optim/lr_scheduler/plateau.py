@@ -6,6 +6,7 @@ import warnings
 from math import inf
 from typing import Any, Literal, SupportsFloat
 
+from spx import _transforms
 from spx.optim.lr_scheduler.base import (
     LRScheduler,
     _check_optimizer,
@@ -87,7 +88,10 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:  # type: ignore[override]
-        """Record one epoch's metric and cut the lr if it has plateaued."""
+        """Record one epoch's metric and cut the lr if it has plateaued (inside a compiled
+        step, after each call: see :meth:`LRScheduler.step`)."""
+        if _transforms.defer(self, "step", (metrics, epoch)):
+            return
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
