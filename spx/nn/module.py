@@ -513,7 +513,8 @@ class Module:
             target = resolve_device(dev)
             self._map_arrays(lambda x: jax.device_put(x, target))
         if dtype is not None:
-            dt = jnp.dtype(dtype)
+            # float64 is float32 without jax_enable_x64 (converted here: no JAX warning).
+            dt = jax.dtypes.canonicalize_dtype(jnp.dtype(dtype))
             if not jnp.issubdtype(dt, jnp.floating):
                 raise TypeError(
                     f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}"
@@ -523,6 +524,11 @@ class Module:
 
     def float(self) -> Module:
         return self.to(jnp.float32)
+
+    def double(self) -> Module:
+        """Floating parameters and buffers to float64 (float32 without ``jax_enable_x64``, as
+        ``Tensor.double()``)."""
+        return self.to(jnp.float64)
 
     def half(self) -> Module:
         return self.to(jnp.float16)

@@ -374,6 +374,9 @@ def test_to_dtype_casts_floating_point_state_only():
     assert s.enc.weight.grad.dtype == jnp.bfloat16
     assert s.float().enc.weight.dtype == jnp.float32
     assert s.half().enc.weight.dtype == jnp.float16
+    # double(): float64 under jax_enable_x64, else float32 (as Tensor.double()); ints stay.
+    assert s.double() is s and s.enc.weight.dtype == spx.ones(1).double().dtype
+    assert s.count.dtype == jnp.int32
     with pytest.raises(TypeError, match="floating point"):
         s.to(jnp.int32)
     assert s.to("cpu") is s
