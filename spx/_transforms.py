@@ -171,6 +171,11 @@ def defer(obj: Any, method: str, args: tuple = ()) -> bool:
     return True
 
 
+def in_compiled_step() -> bool:
+    """Whether spx.compile is tracing a step on this thread now."""
+    return _DEFERRED.calls is not None
+
+
 def deferred_calls() -> list[tuple[Any, str, tuple]]:
     """The calls :func:`defer` recorded so far in the step being traced (empty elsewhere)."""
     return _DEFERRED.calls or []

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from spx import _validate
+from spx import _transforms, _validate
 
 __all__ = ["GradScaler"]
 
@@ -46,6 +46,19 @@ class _Stage(enum.Enum):
 def _fresh() -> dict[str, Any]:
     return {"stage": _Stage.READY, "found_inf": None}
 
+
+_IN_COMPILED_STEP = (
+    "GradScaler.{method}() inside a step spx.compile traces: the scaler decides on the host, "
+    "from each step's gradients, whether to skip the update and how to change the scale, and "
+    "a compiled step's Python runs only once, while it is traced. Run the scaled step without "
+    "spx.compile (its forward and backward still run as compiled programs), or use "
+    "spx.autocast(..., dtype=spx.bfloat16), which needs no scaler."
+)
+
+
+def _refuse_in_compiled_step(method: str) -> None:
+    if _transforms.in_compiled_step():
+        raise RuntimeError(_IN_COMPILED_STEP.format(method=method))
 
 class GradScaler:
     """Dynamic loss scaling (``torch.amp.GradScaler``).
@@ -119,6 +132,7 @@ class GradScaler:
         """Divide ``optimizer``'s gradients by the scale (once per step, e.g. before clipping)."""
         if not self._enabled:
             return
+        _refuse_in_compiled_step("unscale_")
         self._check_scaled("unscale_")
         state = self._state(optimizer)
         if state["stage"] is _Stage.UNSCALED:
@@ -160,6 +174,7 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        _refuse_in_compiled_step("step")
         self._check_scaled("step")
         state = self._state(optimizer)
         if state["stage"] is _Stage.STEPPED:

@@ -78,3 +78,35 @@ def test_misuse_is_refused_as_in_torch():
     other = spx.amp.GradScaler("cpu")
     other.load_state_dict(state)
     assert other.state_dict() == state
+
+
+@pytest.mark.parametrize("unscale_first", [False, True])
+def test_enabled_scaler_inside_a_compiled_step_raises_with_the_fix(unscale_first):
+    # Its skip/scale decisions run on the host per step; traced once they would be wrong.
+    model = spx.nn.Linear(2, 1)
+    opt = spx.optim.SGD(model.parameters(), lr=0.1)
+    scaler = spx.amp.GradScaler("cpu")
+
+    @spx.compile
+    def step(x):
+        opt.zero_grad()
+        scaler.scale(model(x).sum()).backward()
+        if unscale_first:
+            scaler.unscale_(opt)
+        scaler.step(opt)
+        scaler.update()
+
+    with pytest.raises(RuntimeError, match=r"Run the scaled step without spx\.compile"):
+        step(spx.ones(1, 2))
+    weight = model.weight.detach().numpy().copy()
+    step_off = spx.compile(lambda x: _disabled_step(model, opt, x))
+    step_off(spx.ones(1, 2))  # a disabled scaler is a pass-through there too
+    assert not np.allclose(model.weight.detach().numpy(), weight)
+
+
+def _disabled_step(model, opt, x):
+    scaler = spx.amp.GradScaler("cpu", enabled=False)
+    opt.zero_grad()
+    scaler.scale(model(x).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
