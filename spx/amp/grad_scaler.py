@@ -60,6 +60,7 @@ def _refuse_in_compiled_step(method: str) -> None:
     if _transforms.in_compiled_step():
         raise RuntimeError(_IN_COMPILED_STEP.format(method=method))
 
+
 class GradScaler:
     """Dynamic loss scaling (``torch.amp.GradScaler``).
 
