@@ -111,7 +111,7 @@ class Linear(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim == 0:
-            raise ValueError("Linear: input must have at least 1 dimension, got a scalar")
+            raise RuntimeError("Linear: input must have at least 1 dimension, got a scalar")
         weight = self._required_parameter("weight")
         if getattr(weight, "is_uninitialized", False):
             self._materialize(input.shape[-1])
@@ -119,7 +119,8 @@ class Linear(Module):
             # Materialized by load_state_dict rather than by a first call.
             self.in_features = weight.shape[1]
         if input.shape[-1] != self.in_features:
-            raise ValueError(
+            # RuntimeError, as torch's matmul raises ("mat1 and mat2 shapes cannot be ...").
+            raise RuntimeError(
                 f"Linear: input has {input.shape[-1]} features in its last dimension "
                 f"(shape {tuple(input.shape)}), but this layer expects in_features="
                 f"{self.in_features}. Reshape the input or build Linear({input.shape[-1]}, "
