@@ -54,6 +54,7 @@ from spx.determinism import set_deterministic_debug_mode as set_deterministic_de
 from spx.determinism import use_deterministic_algorithms as use_deterministic_algorithms
 from spx.device import device as device
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
+from spx.func import vmap as vmap
 from spx.generator import Generator as Generator
 from spx.matmul_precision import get_float32_matmul_precision as get_float32_matmul_precision
 from spx.matmul_precision import set_float32_matmul_precision as set_float32_matmul_precision

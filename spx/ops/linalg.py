@@ -23,9 +23,10 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import operand, tensor_arg
 
 __all__ = [
-    "addbmm", "addmm", "addmv", "addr", "adjoint", "baddbmm", "bmm", "cdist", "cross", "det",
-    "dist", "dot", "einsum", "ger", "inner", "inverse", "kron", "logdet", "matmul", "matrix_exp",
-    "matrix_power", "mm", "mv", "outer", "pinverse", "slogdet", "tensordot", "vdot",
+    "addbmm", "addmm", "addmv", "addr", "adjoint", "baddbmm", "bmm", "cdist", "cholesky",
+    "cosine_similarity", "cross", "det", "dist", "dot", "einsum", "ger", "inner", "inverse",
+    "kron", "logdet", "matmul", "matrix_exp", "matrix_power", "mm", "mv", "outer",
+    "pairwise_distance", "pinverse", "qr", "slogdet", "svd", "tensordot", "vdot",
 ]  # fmt: skip
 
 
@@ -254,3 +255,34 @@ def pinverse(input: Any, rcond: float = 1e-15) -> Tensor:
 
 # numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
 numpy_names.accept(globals(), __all__)
+
+
+def svd(input: Any, some: bool = True, compute_uv: bool = True) -> Any:
+    """``(U, S, V)`` (mirrors the older ``torch.svd``; see ``Tensor.svd``)."""
+    return tensor_arg(input, "svd").svd(some, compute_uv)
+
+
+def qr(input: Any, some: bool = True) -> Any:
+    """``(Q, R)`` (mirrors the older ``torch.qr``; see ``Tensor.qr``)."""
+    return tensor_arg(input, "qr").qr(some)
+
+
+def cholesky(input: Any, upper: bool = False) -> Tensor:
+    """The Cholesky factor (mirrors the older ``torch.cholesky``)."""
+    return tensor_arg(input, "cholesky").cholesky(upper)
+
+
+def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine similarity along ``dim`` (``torch.cosine_similarity``, as ``F.cosine_similarity``)."""
+    from spx.nn import functional as F
+
+    return F.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(
+    x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
+    """p-norm of ``x1 - x2 + eps`` along the last dimension (``torch.pairwise_distance``)."""
+    from spx.nn import functional as F
+
+    return F.pairwise_distance(x1, x2, p, eps, keepdim)

@@ -167,3 +167,10 @@ def test_empty_batch(chunk_size):
     s = vmap(lambda x: x * 2, chunk_size=chunk_size)(spx.ones(0, 3))
     t = torch.func.vmap(lambda x: x * 2)(torch.ones(0, 3))
     _close(s, t)
+
+
+def test_top_level_vmap_as_torch_vmap():
+    # torch.vmap is torch.func.vmap under its top-level name; so is spx's.
+    f = lambda x, y: (x * y).sum(0)  # noqa: E731
+    out = spx.vmap(f, in_dims=(0, None))(spx.tensor(A), spx.tensor(B))
+    _close(out, torch.vmap(f, in_dims=(0, None))(torch.tensor(A), torch.tensor(B)))

@@ -116,3 +116,43 @@ def test_matmul_error_message_names_shapes():
 def test_accepts_arrays():
     out = spx.matmul(jnp.ones((2, 3)), np.ones((3, 1), np.float32))
     assert isinstance(out, spx.Tensor) and out.tolist() == [[3.0], [3.0]]
+
+
+# -- torch's older decompositions (torch.svd / qr / cholesky and their Tensor methods) -----------
+@pytest.mark.parametrize("some", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 5)])
+def test_old_svd_returns_v_not_vh(shape, some):
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    tU, tS, tV = torch.svd(torch.tensor(a), some=some)
+    for U, S, V in (spx.svd(spx.tensor(a), some=some), spx.tensor(a).svd(some=some)):
+        assert (U.shape, S.shape, V.shape) == (tU.shape, tS.shape, tV.shape)
+        np.testing.assert_allclose(S.numpy(), tS.numpy(), rtol=1e-5, atol=1e-6)
+        k = S.shape[-1]  # U diag(S) V^H rebuilds the input (U and V are sign-ambiguous)
+        rebuilt = (U[..., :k] * S[..., None, :]) @ V[..., :k].mT
+        np.testing.assert_allclose(rebuilt.numpy(), a, rtol=1e-4, atol=1e-5)
+    tU0, tS0, tV0 = torch.svd(torch.tensor(a), compute_uv=False)
+    U0, S0, V0 = spx.svd(spx.tensor(a), compute_uv=False)
+    np.testing.assert_array_equal(U0.numpy(), tU0.numpy())  # zero-filled, torch's shapes
+    np.testing.assert_array_equal(V0.numpy(), tV0.numpy())
+    np.testing.assert_allclose(S0.numpy(), tS0.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("some", [True, False])
+def test_old_qr_and_cholesky(some):
+    a = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    tQ, tR = torch.qr(torch.tensor(a), some=some)
+    for Q, R in (spx.qr(spx.tensor(a), some=some), spx.tensor(a).qr(some)):
+        assert (Q.shape, R.shape) == (tQ.shape, tR.shape)
+        np.testing.assert_allclose((Q @ R).numpy(), a, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.abs(R.numpy()), np.abs(tR.numpy()), rtol=1e-4, atol=1e-5)
+    spd = a.T @ a + np.eye(3, dtype=np.float32)
+    check(lambda m, x: m.cholesky(x), spd, rtol=1e-5, atol=1e-5)
+    check(lambda m, x: x.cholesky(upper=True), spd, rtol=1e-5, atol=1e-5)
+    check_grad(lambda m, x: m.cholesky(x @ x.mT + m.eye(3)), a[:3], rtol=1e-4, atol=1e-5)
+
+
+def test_top_level_distances_as_torch():
+    check(lambda m, a, b: m.cosine_similarity(a, b, dim=0), (3, 4), (3, 4), rtol=1e-5)
+    check_grad(lambda m, a, b: m.cosine_similarity(a, b), (3, 4), (3, 4), rtol=1e-4)
+    check(lambda m, a, b: m.pairwise_distance(a, b, p=1.5, keepdim=True), (3, 4), (3, 4))
+    check_grad(lambda m, a, b: m.pairwise_distance(a, b), (3, 4), (3, 4), rtol=1e-4)

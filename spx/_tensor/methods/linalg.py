@@ -185,6 +185,14 @@ def _square(what: str, shape: tuple) -> None:
         )
 
 
+class SVDResult(NamedTuple):
+    """``(U, S, V)`` of the older ``Tensor.svd`` / ``spx.svd`` (torch's ``return_types.svd``)."""
+
+    U: Any
+    S: Any
+    V: Any
+
+
 class LinalgMethods:
     """Matrix products, triangular-free linear algebra, conjugate transposes."""
 
@@ -286,6 +294,34 @@ class LinalgMethods:
     def dist(self, other: Any, p: float = 2.0) -> Any:
         """The p-norm of ``self - other``."""
         return (self - other).norm(p)
+
+    # -- torch's older decompositions, on torch.linalg's --------------------------------------
+    def svd(self, some: bool = True, compute_uv: bool = True) -> SVDResult:
+        """``(U, S, V)`` with ``A = U @ diag(S) @ V.mH`` (``V``, not ``linalg.svd``'s ``Vh``);
+        ``some=False`` gives square ``U (*, m, m)`` and ``V (*, n, n)``. With
+        ``compute_uv=False``, ``U`` and ``V`` are zero-filled ``(*, m, m)`` / ``(*, n, n)``, as
+        torch's."""
+        from spx import linalg
+
+        if not compute_uv:
+            *batch, m, n = self.shape
+            S = linalg.svdvals(self)
+            zeros = jnp.zeros((*batch, m, m), self.dtype), jnp.zeros((*batch, n, n), self.dtype)
+            return SVDResult(type(self)._of(zeros[0]), S, type(self)._of(zeros[1]))
+        U, S, Vh = linalg.svd(self, full_matrices=not some)
+        return SVDResult(U, S, Vh.mH)
+
+    def qr(self, some: bool = True) -> Any:
+        """``(Q, R)``: ``linalg.qr`` with ``mode='reduced'`` (``some=True``) or ``'complete'``."""
+        from spx import linalg
+
+        return linalg.qr(self, mode="reduced" if some else "complete")
+
+    def cholesky(self, upper: bool = False) -> Any:
+        """The Cholesky factor, lower (or ``upper``) triangular: ``linalg.cholesky``."""
+        from spx import linalg
+
+        return linalg.cholesky(self, upper=upper)
 
     # -- square matrices (batched over leading dimensions) -------------------------------------
     def det(self) -> Any:

@@ -250,6 +250,7 @@ softsign = _recorded(_activation.softsign)
 tanh = _recorded(_activation.tanh)
 tanhshrink = _recorded(_activation.tanhshrink)
 threshold = _recorded(_activation.threshold)
+
 conv1d = _recorded(_conv.conv1d)
 conv2d = _recorded(_conv.conv2d)
 conv3d = _recorded(_conv.conv3d)
@@ -399,3 +400,28 @@ grid_sample = _recorded(_grid_sample.grid_sample)
 from spx.nn.functional import channel_shuffle as _channel_shuffle  # noqa: E402
 
 channel_shuffle = _recorded(_channel_shuffle.channel_shuffle)
+
+
+def _in_place(name: str, fn: Callable) -> Callable:
+    """torch's in-place form of an activation (``F.relu_(x)``): writes into and returns ``x``."""
+
+    def inplace(input: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(input, _Tensor):
+            raise TypeError(
+                f"{name}() writes into its input, which must be a Tensor; got "
+                f"{type(input).__name__}. Use {name[:-1]}(x), which returns the result"
+            )
+        return input.copy_(fn(input, *args, **kwargs))
+
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"In-place {name[:-1]}: ``x`` holds the result (mirrors ``F.{name}``)."
+    return inplace
+
+
+celu_ = _in_place("celu_", celu)
+elu_ = _in_place("elu_", elu)
+hardtanh_ = _in_place("hardtanh_", hardtanh)
+leaky_relu_ = _in_place("leaky_relu_", leaky_relu)
+relu_ = _in_place("relu_", relu)
+selu_ = _in_place("selu_", selu)
+threshold_ = _in_place("threshold_", threshold)

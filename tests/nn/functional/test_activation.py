@@ -153,3 +153,34 @@ def test_gumbel_softmax_soft_and_hard():
     assert_close(jnp.mean(hard, 0), [0.7, 0.2, 0.1], atol=0.03)
     # Straight-through: the hard sample's gradient is the soft sample's.
     assert_close(g_hard, g_soft)
+
+
+IN_PLACE = [
+    ("relu_", ()),
+    ("leaky_relu_", (0.2,)),
+    ("elu_", (0.5,)),
+    ("celu_", (2.0,)),
+    ("selu_", ()),
+    ("hardtanh_", (-0.5, 0.5)),
+    ("threshold_", (0.1, -3.0)),
+]
+
+
+@pytest.mark.parametrize("name,args", IN_PLACE, ids=[c[0] for c in IN_PLACE])
+def test_in_place_activations_write_their_input_and_keep_the_gradient(name, args):
+    import spx
+
+    x = randn(np.random.default_rng(0), 3, 4)
+    t_w = torch.tensor(x, requires_grad=True)
+    t_x = t_w * 1.5  # a non-leaf, as torch requires for an in-place op in a graph
+    t_out = getattr(TF, name)(t_x, *args)
+    s_w = spx.tensor(x, requires_grad=True)
+    s_x = s_w * 1.5
+    s_out = getattr(F, name)(s_x, *args)
+    assert s_out is s_x and t_out is t_x
+    assert_close(s_x.detach().numpy(), t_x.detach().numpy())
+    (t_x * t_x).sum().backward()
+    (s_x * s_x).sum().backward()
+    assert_close(s_w.grad.numpy(), t_w.grad.numpy())
+    with pytest.raises(TypeError, match=r"must be a Tensor.*returns the result"):
+        getattr(F, name)(jnp.asarray(x), *args)
