@@ -43,7 +43,7 @@ packing: new spx 1.22 / 1.28, -grad 1.16 / 1.28, bwd() 1.23 / 1.26; old spx 1.23
 (torch's ratio in these alternating runs is pessimistic: XLA's worker threads keep spinning on
 the second core after a JAX block.)
 
-Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium]``
+Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium] [--pipelined]``
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -76,24 +77,38 @@ LR, WD = 1e-3, 0.01
 
 
 def _interleaved_ms(
-    steps: dict[str, Callable[[], None]], n: int, rounds: int = 10, warmup: int = 5
+    steps: dict[str, Callable[[], Any]],
+    n: int,
+    rounds: int = 10,
+    warmup: int = 5,
+    pipelined: bool = False,
 ) -> dict[str, float]:
-    """Median ms per call of each step function, timed in alternating blocks.
+    """Median ms per call of each step function (which returns what to wait for), timed in
+    alternating blocks.
 
     Every implementation runs ``n / rounds`` calls per round, one after the other, round after
     round: a change of the shared machine's load during the run hits them all alike (timing
-    each for all of its calls in turn made the ratios swing between 0.8 and 1.5 here).
+    each for all of its calls in turn made the ratios swing between 0.8 and 1.5 here). Each
+    call is waited for, or with ``pipelined`` only a round's last one (a training loop that
+    reads its loss now and then: the host dispatches the next step while the device runs).
     """
     for step in steps.values():
         for _ in range(warmup):
-            step()
+            jax.block_until_ready(step())
     times: dict[str, list[float]] = {name: [] for name in steps}
     per_round = max(1, n // rounds)
     for _ in range(rounds):
         for name, step in steps.items():
+            if pipelined:
+                t0 = time.perf_counter()
+                for _ in range(per_round):
+                    out = step()
+                jax.block_until_ready(out)
+                times[name].append((time.perf_counter() - t0) / per_round)
+                continue
             for _ in range(per_round):
                 t0 = time.perf_counter()
-                step()
+                jax.block_until_ready(step())
                 times[name].append(time.perf_counter() - t0)
     return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
 
@@ -107,7 +122,7 @@ def _batch(cfg: GPTConfig, batch: int) -> tuple[np.ndarray, np.ndarray]:
 # -- spx ---------------------------------------------------------------------------------------
 def bench_spx(
     cfg: GPTConfig, batch: int, keep_grads: bool = True, tape: bool = False
-) -> Callable[[], None]:
+) -> Callable[[], Any]:
     spx.manual_seed(0)
     model = GPT(cfg)
     opt = spx.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
@@ -126,7 +141,7 @@ def bench_spx(
         return loss
 
     x, y = (spx.as_tensor(a) for a in _batch(cfg, batch))
-    return lambda: jax.block_until_ready(train_step(model, opt, x, y))
+    return lambda: train_step(model, opt, x, y)
 
 
 # -- raw JAX -----------------------------------------------------------------------------------
@@ -192,7 +207,7 @@ def _raw_forward(params: dict, idx: jax.Array, cfg: GPTConfig) -> jax.Array:
     return linear(params["lm_head"], layer_norm(params["ln_f"], x))
 
 
-def bench_raw(cfg: GPTConfig, batch: int, grads_out: str | None = None) -> Callable[[], None]:
+def bench_raw(cfg: GPTConfig, batch: int, grads_out: str | None = None) -> Callable[[], Any]:
     """The raw JAX step; ``grads_out`` also returns the gradients, as ``"arrays"`` (one output
     per parameter, what torch's ``p.grad`` keeps) or ``"packed"`` (one flat buffer)."""
     params = _init_raw(cfg)
@@ -224,15 +239,15 @@ def bench_raw(cfg: GPTConfig, batch: int, grads_out: str | None = None) -> Calla
     x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
     state = {"p": params, "o": opt_state}
 
-    def step() -> None:
+    def step() -> jax.Array:
         state["p"], state["o"], loss, *state["g"] = train_step(state["p"], state["o"], x, y)
-        loss.block_until_ready()
+        return loss
 
     return step
 
 
 # -- flax.nnx ----------------------------------------------------------------------------------
-def bench_nnx(cfg: GPTConfig, batch: int) -> Callable[[], None] | None:
+def bench_nnx(cfg: GPTConfig, batch: int) -> Callable[[], Any] | None:
     try:
         from flax import nnx
     except ImportError:
@@ -288,11 +303,11 @@ def bench_nnx(cfg: GPTConfig, batch: int) -> Callable[[], None] | None:
         return loss
 
     x, y = (jnp.asarray(a) for a in _batch(cfg, batch))
-    return lambda: train_step(model, optimizer, x, y).block_until_ready()
+    return lambda: train_step(model, optimizer, x, y)
 
 
 # -- torch eager -------------------------------------------------------------------------------
-def bench_torch(cfg: GPTConfig, batch: int) -> Callable[[], None] | None:
+def bench_torch(cfg: GPTConfig, batch: int) -> Callable[[], Any] | None:
     try:
         import torch
     except ImportError:
@@ -352,14 +367,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--only", choices=sorted(CONFIGS))
+    parser.add_argument(
+        "--pipelined", action="store_true", help="wait for each round's last step only"
+    )
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; medians of {args.steps} steps")
+    how = "pipelined rounds" if args.pipelined else "steps"
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; medians of {args.steps} {how}")
     print(f"{'config':<8} {'impl':<10} {'ms/step':>9} {'x raw JAX':>10}")
     for name, (cfg, batch) in CONFIGS.items():
         if args.only and name != args.only:
             continue
         steps = args.steps if name == "tiny" else max(20, args.steps // 4)
-        makers: dict[str, Callable[[], Callable[[], None] | None]] = {
+        makers: dict[str, Callable[[], Callable[[], Any] | None]] = {
             "raw JAX": functools.partial(bench_raw, cfg, batch),
             "raw +grads": functools.partial(bench_raw, cfg, batch, "arrays"),
             "raw +packd": functools.partial(bench_raw, cfg, batch, "packed"),
@@ -370,7 +389,9 @@ def main() -> None:
             "torch": functools.partial(bench_torch, cfg, batch),
         }
         built = {impl: make() for impl, make in makers.items()}
-        results = _interleaved_ms({k: v for k, v in built.items() if v is not None}, steps)
+        results = _interleaved_ms(
+            {k: v for k, v in built.items() if v is not None}, steps, pipelined=args.pipelined
+        )
         raw = results["raw JAX"]
         for impl in makers:
             if impl not in results:
