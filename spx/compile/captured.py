@@ -18,13 +18,15 @@ must be bound to the trace like an argument's, or the program would read the par
 constants and the optimizer would write tracers into them. :class:`Captured` finds the
 Modules, Optimizers, Parameters and leaf tensors that require grad which the function names
 directly: its closure cells, the globals its code (and the code of functions and lambdas
-defined in it) names, and ``self`` of a bound method. State reached only through another
+defined in it) names, ``self`` of a bound method, a ``functools.partial``'s arguments, and the
+same in the plain functions of the user's own that it calls. State reached only through another
 object's attribute (``trainer.model`` with ``trainer`` a plain object) is not found: pass it
 as an argument.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -38,6 +40,10 @@ _EMPTY = object()
 class Captured:
     """The stateful objects ``fn`` names, re-read cheaply on every call.
 
+    Besides Modules, Optimizers, Parameters and trainable leaf tensors it keeps the LR
+    schedulers ``fn`` names: a compiled step runs their ``step()`` after each call
+    (:func:`spx._transforms.defer`), so a rebound ``sched`` must make a new plan too.
+
     Example:
         >>> import spx
         >>> model = spx.nn.Linear(2, 1)
@@ -46,51 +52,97 @@ class Captured:
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        func = inspect.unwrap(fn)
-        self._self = getattr(func, "__self__", _EMPTY)
-        func = getattr(func, "__func__", func)
-        code = getattr(func, "__code__", None)
-        cells = getattr(func, "__closure__", None) or ()
-        self._cells: tuple[Any, ...] = tuple(cells)
-        self._globals: dict[str, Any] = getattr(func, "__globals__", {})
-        self._names: tuple[str, ...] = tuple(code_names(code)) if code is not None else ()
-        # What the last full scan found: (kind, where) per object, kind 0 a cell, 1 a global.
-        self._slots: tuple[tuple[int, Any], ...] = ()
+        self._fn = fn
+        # What the last full scan found: per object (kind, where, key); kind 0 a closure cell,
+        # 1 the entry ``key`` of a globals dict ``where``, 2 fixed (a bound self, a partial's
+        # argument).
+        self._slots: tuple[tuple[int, Any, Any], ...] = ()
         self.objects: tuple[Any, ...] = ()
 
     def scan(self) -> tuple[Any, ...]:
-        """Read every name ``fn`` uses; keep (and return) the stateful objects among them."""
-        slots: list[tuple[int, Any]] = []
+        """Read every name ``fn`` uses, following the plain functions it calls (helpers of the
+        user's own: ``def target_value(x): return target(x)``); keep (and return) the stateful
+        objects and LR schedulers among them."""
+        slots: list[tuple[int, Any, Any]] = []
         objects: list[Any] = []
-        if self._self is not _EMPTY and is_stateful(self._self):
-            slots.append((2, None))
-            objects.append(self._self)
-        for cell in self._cells:
-            value = _cell_value(cell)
-            if value is not _EMPTY and is_stateful(value):
-                slots.append((0, cell))
-                objects.append(value)
-        for name in self._names:
-            value = self._globals.get(name, _EMPTY)
-            if value is not _EMPTY and is_stateful(value):
-                slots.append((1, name))
-                objects.append(value)
+        seen: set[int] = set()
+
+        def keep(value: Any, slot: tuple[int, Any, Any], depth: int) -> None:
+            if _captures(value):
+                if all(value is not o for o in objects):
+                    slots.append(slot)
+                    objects.append(value)
+            elif depth < _MAX_DEPTH and _user_function(value):
+                walk(value, depth + 1)
+
+        def walk(fn: Any, depth: int) -> None:
+            fn = inspect.unwrap(fn)
+            if isinstance(fn, functools.partial):
+                for value in (*fn.args, *fn.keywords.values()):
+                    keep(value, (2, None, None), depth)
+                walk(fn.func, depth)
+                return
+            bound = getattr(fn, "__self__", _EMPTY)
+            if bound is not _EMPTY and not isinstance(bound, types.ModuleType):
+                keep(bound, (2, None, None), depth)
+            fn = getattr(fn, "__func__", fn)
+            code = getattr(fn, "__code__", None)
+            if code is None or id(code) in seen:
+                return
+            seen.add(id(code))
+            for cell in getattr(fn, "__closure__", None) or ():
+                value = _cell_value(cell)
+                if value is not _EMPTY:
+                    keep(value, (0, cell, None), depth)
+            found = getattr(fn, "__globals__", {})
+            for name in code_names(code):
+                value = found.get(name, _EMPTY)
+                if value is not _EMPTY:
+                    keep(value, (1, found, name), depth)
+
+        walk(self._fn, 0)
         self._slots, self.objects = tuple(slots), tuple(objects)
         return self.objects
 
     def same(self) -> bool:
         """Whether the names the last scan found still hold the same objects (a fast check,
         on every call: a rebound global, ``model = Net()``, fails it and a new scan follows)."""
-        for (kind, where), obj in zip(self._slots, self.objects, strict=True):
+        for (kind, where, key), obj in zip(self._slots, self.objects, strict=True):
             if kind == 0:
                 value = _cell_value(where)
             elif kind == 1:
-                value = self._globals.get(where, _EMPTY)
+                value = where.get(key, _EMPTY)
             else:
-                continue  # a bound method's self cannot change
-            if value is not obj or not is_stateful(value):  # (a tensor stopped requiring grad)
+                continue  # a bound self or a partial's argument cannot change
+            if value is not obj or not _captures(value):  # (a tensor stopped requiring grad)
                 return False
         return True
+
+
+# How deep the scan follows helper functions (step -> helper -> helper's helper ...).
+_MAX_DEPTH = 4
+# Libraries whose functions hold no user state: not followed.
+_LIBRARIES = frozenset({"spx", "jax", "jaxlib", "numpy", "optax", "torch", "functools"})
+
+
+def _captures(value: Any) -> bool:
+    return is_stateful(value) or _is_scheduler(value)
+
+
+def _is_scheduler(value: Any) -> bool:
+    # Duck-typed (spx.optim imports spx.compile): an LR scheduler has an optimizer and
+    # get_last_lr, as torch's LRScheduler and ReduceLROnPlateau do.
+    return hasattr(type(value), "get_last_lr") and hasattr(value, "optimizer")
+
+
+def _user_function(value: Any) -> bool:
+    """A plain function (or partial) of the user's code, worth following for state it names."""
+    if isinstance(value, functools.partial):
+        return True
+    if not isinstance(value, types.FunctionType):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    return module.partition(".")[0] not in _LIBRARIES
 
 
 def _cell_value(cell: Any) -> Any:

@@ -1,6 +1,8 @@
 """spx.compile on a step that names its model and optimizer (closure, global, ``self``)
 instead of taking them as arguments, the way torch scripts write ``@torch.compile`` steps."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -135,8 +137,8 @@ def test_closure_over_a_leaf_tensor_that_requires_grad():
         with torch.no_grad():
             tw.sub_(0.05 * tw.grad)
             tw.grad = None
-        np.testing.assert_allclose(float(step(spx.tensor(x))), loss.item(), rtol=1e-6)
-    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(float(step(spx.tensor(x))), loss.item(), rtol=1e-5)
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-5)
 
 
 def test_state_reached_through_another_object_raises_with_the_fix():
@@ -172,3 +174,48 @@ def test_captured_finds_names_in_nested_functions_and_skips_the_rest():
     captured = Captured(fn)
     assert captured.scan() == (model,)
     assert captured.same()
+
+
+HELPER_SOURCE = """
+def target_value(x):
+    return target(x)
+
+
+def step(x):
+    opt.zero_grad()
+    loss = ((net(x) - target_value(x).detach()) ** 2).mean()
+    loss.backward()
+    opt.step()
+    return loss
+"""
+
+
+def test_state_named_by_a_helper_function_is_bound():
+    # `target` is used only through a helper of the user's: its parameters must be inputs of
+    # the program, not constants (a later in-place update of the target must be seen).
+    namespace = {"net": nn.Linear(3, 1), "target": nn.Linear(3, 1)}
+    namespace["opt"] = spx.optim.SGD(namespace["net"].parameters(), lr=0.1)
+    exec(HELPER_SOURCE, namespace)
+    step, net, target = spx.compile(namespace["step"]), namespace["net"], namespace["target"]
+    x = spx.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    step(x)
+    with spx.no_grad():  # a Polyak update of the target, outside the step
+        for pt, pn in zip(target.parameters(), net.parameters(), strict=True):
+            pt.mul_(0.5).add_(pn, alpha=0.5)
+        want = ((net(x) - target(x)) ** 2).mean().item()
+    np.testing.assert_allclose(float(step(x)), want, rtol=1e-6)
+
+
+def test_partial_step_binds_its_arguments():
+    t, s = _pair()
+    opt = spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)
+
+    def fit(model, opt, x, y, scale):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean() * scale
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = spx.compile(functools.partial(fit, s, opt, scale=1.0))
+    _check(step, t, s, _batches(3))
