@@ -371,6 +371,7 @@ class CompiledFunction:
                     raise clearer from None
                 # Python-only updates (an LR scheduler's step()): run after each call.
                 record["deferred"] = tuple(deferred)
+                record["plan"] = plan
                 flat_out = binding.read_flat()
                 # Gradients the step gave a new tensor object (zero_grad() set None, backward
                 # made a new one): the call does too, as torch does (a reference kept to the
@@ -520,10 +521,25 @@ class CompiledFunction:
                 _user_code.warn(message, UserWarning)
 
     # -- calling -----------------------------------------------------------------------------
-    def _choose(self, plan: _Plan, leaves, flat_state, hparams, dyn, mask) -> tuple:
-        """The program for this call's state (compiled if new), its writer and live inputs."""
-        key = (plan.static_key, tuple(mask), sharing.find_shared(flat_state))
+    def _choose(
+        self, plan: _Plan, leaves, flat_state, hparams, dyn, mask, aliased: bool = False
+    ) -> tuple:
+        """The program for this call's state (compiled if new), its writer and live inputs.
+
+        ``aliased``: XLA refused the cached program's donation (two slots hold one array):
+        the key then names which slots share arrays, so that a program that knows it is used.
+        """
+        key = (
+            plan.static_key,
+            tuple(mask),
+            sharing.find_shared(flat_state),
+            sharing.slot_aliases(flat_state) if aliased else (),
+        )
         program = self._programs.get(key)
+        if program is not None and program.record["deferred"]:
+            # Its deferred calls name the objects of the plan it was traced with (an LR
+            # scheduler): other objects (a new fold's model, optimizer and scheduler) retrace.
+            program = program if program.record["plan"] is plan else None
         if program is None:
             flat_state = packing.materialize(flat_state)
             program = self._new_program(plan, leaves, flat_state, hparams, dyn)
@@ -594,7 +610,9 @@ class CompiledFunction:
                 raise
             # Arrays the caller made shared between state entries since the last call: XLA
             # refused before running anything; a program that knows the sharing does the step.
-            program, write, live = self._choose(plan, leaves, flat_state, hparams, dyn, mask)
+            program, write, live = self._choose(
+                plan, leaves, flat_state, hparams, dyn, mask, aliased=True
+            )
             const = packing.materialize([flat_state[i] for i in program.constant])
             new_values, buffers, out, written = program(
                 sharing.strip(live, program.in_shared), const, hparams, dyn

@@ -101,3 +101,59 @@ def test_plateau_with_a_metric_computed_in_the_step_raises_with_the_fix():
 
     with pytest.raises(TypeError, match=r"Return the value from the step and call step\(\)"):
         step(spx.ones(2, 4))
+
+
+FOLD_STEP = """
+def step(x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    sched.step()
+    return loss
+"""
+
+
+def test_a_new_model_optimizer_and_scheduler_per_fold_are_the_ones_stepped():
+    # Cross-validation: model, opt and sched rebuilt per fold under the same global names.
+    # The program traced in fold 1 must not step fold 1's scheduler in fold 2.
+    namespace = {}
+    exec(FOLD_STEP, namespace)
+    step = spx.compile(namespace["step"])
+    rng = np.random.default_rng(0)
+    batches = [(rng.standard_normal((6, 4), np.float32), rng.standard_normal((6, 1), np.float32))]
+    for _fold in range(2):
+        t, s = _pair()
+        t_opt = torch.optim.SGD(t.parameters(), lr=0.1)
+        t_sched = torch.optim.lr_scheduler.StepLR(t_opt, step_size=1, gamma=0.5)
+        namespace["model"] = s
+        namespace["opt"] = spx.optim.SGD(s.parameters(), lr=0.1)
+        namespace["sched"] = spx.optim.lr_scheduler.StepLR(namespace["opt"], 1, gamma=0.5)
+        for x, y in batches * 3:
+            t_opt.zero_grad()
+            t_loss = ((t(torch.tensor(x)) - torch.tensor(y)) ** 2).mean()
+            t_loss.backward()
+            t_opt.step()
+            t_sched.step()
+            np.testing.assert_allclose(
+                float(step(spx.tensor(x), spx.tensor(y))), t_loss.item(), rtol=1e-5
+            )
+        assert namespace["sched"].last_epoch == t_sched.last_epoch == 3
+        assert namespace["opt"].param_groups[0]["lr"] == pytest.approx(0.0125)
+
+
+def test_get_last_lr_inside_a_compiled_step_raises_with_the_fix():
+    _, s = _pair()
+    opt = spx.optim.SGD(s.parameters(), lr=0.1)
+    sched = spx.optim.lr_scheduler.StepLR(opt, step_size=1)
+
+    @spx.compile
+    def step(x):
+        opt.zero_grad()
+        s(x).sum().backward()
+        opt.step()
+        sched.step()
+        return sched.get_last_lr()[0]
+
+    with pytest.raises(RuntimeError, match=r"Read it after the call"):
+        step(spx.ones(2, 4))

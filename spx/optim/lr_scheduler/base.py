@@ -117,6 +117,13 @@ class LRScheduler:
 
     def get_last_lr(self) -> list[Any]:
         """The lr of every param group as of the last :meth:`step`."""
+        if _transforms.in_compiled_step():
+            # Read while the step is traced, it would be a constant of the program.
+            raise RuntimeError(
+                "get_last_lr() inside a step spx.compile traces would be fixed at its value "
+                "when the step was traced. Read it after the call: "
+                "loss = step(x); lr = sched.get_last_lr()"
+            )
         return self._last_lr
 
     def get_lr(self) -> list[Any]:
