@@ -47,6 +47,26 @@ def find_shared(values: list[Any]) -> Pattern:
     return tuple(shared)
 
 
+def slot_aliases(values: list[Any]) -> tuple[tuple[int, int], ...]:
+    """``(slot, earlier slot)`` for each slot holding an array an earlier slot holds too (two
+    parameters given one array, e.g. by ``p.data = q.data``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> w = jnp.ones(2)
+        >>> slot_aliases([w, jnp.zeros(2), w])
+        ((2, 0),)
+    """
+    first: dict[int, int] = {}
+    pairs = []
+    for i, value in enumerate(values):
+        for x in arrays_of(value):
+            j = first.setdefault(id(x), i)
+            if j != i:
+                pairs.append((i, j))
+    return tuple(pairs)
+
+
 def arrays_of(value: Any) -> list[Any]:
     """The arrays a state slot holds directly: itself, or a dict's entries."""
     if type(value) is dict:

@@ -627,7 +627,13 @@ class Module:
                 )
                 continue
             dtype = None if (assign or lazy) else current.dtype
-            writes.append((key, current, _converted(value, dtype, None if lazy else current)))
+            array = _converted(value, dtype, None if lazy else current)
+            if isinstance(value, jax.Array) and not assign:
+                # torch copies (param.copy_(input)): another module's state_dict() value stays
+                # its own. Shared, a compiled step that donates one module's array would
+                # delete the other's (target.load_state_dict(net.state_dict()) in DQN).
+                array = jnp.array(array, copy=True)
+            writes.append((key, current, array))
         if strict:
             if unexpected:
                 errors.insert(

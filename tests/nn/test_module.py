@@ -490,3 +490,22 @@ def test_structurally_equal_modules_share_the_jit_cache():
     f(c, x)
     f(d, x)
     assert len(traces) == 3
+
+
+def test_load_state_dict_from_another_module_copies_as_torch():
+    # DQN's target sync: torch copies the values, so stepping `net` (a compiled step donates
+    # its arrays) leaves `target` holding the synced values, readable.
+    net, target = nn.Linear(3, 2), nn.Linear(3, 2)
+    target.load_state_dict(net.state_dict())
+    synced = target.weight.detach().numpy().copy()
+    opt = spx.optim.SGD(net.parameters(), lr=0.1)
+
+    @spx.compile
+    def step(x):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+
+    step(spx.ones(4, 3))
+    np.testing.assert_array_equal(target.weight.detach().numpy(), synced)
+    assert not np.allclose(net.weight.detach().numpy(), synced)
