@@ -253,10 +253,6 @@ def pinverse(input: Any, rcond: float = 1e-15) -> Tensor:
     return tensor_arg(input, "pinverse").pinverse(rcond)
 
 
-# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
-numpy_names.accept(globals(), __all__)
-
-
 def svd(input: Any, some: bool = True, compute_uv: bool = True) -> Any:
     """``(U, S, V)`` (mirrors the older ``torch.svd``; see ``Tensor.svd``)."""
     return tensor_arg(input, "svd").svd(some, compute_uv)
@@ -286,3 +282,7 @@ def pairwise_distance(
     from spx.nn import functional as F
 
     return F.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+# numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).
+numpy_names.accept(globals(), __all__)
