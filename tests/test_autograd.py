@@ -345,9 +345,10 @@ def test_backward_refuses_retain_grad_it_would_skip_and_runs_post_accumulate_hoo
     assert seen == [s[0].bias.grad.tolist()]
 
 
+@pytest.mark.parametrize("zero", [False, True])
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("form", ["loss.backward", "spx.backward"])
-def test_grads_that_view_a_flat_buffer_are_added_into_it_as_torch(form, compiled):
+def test_grads_that_view_a_flat_buffer_are_added_into_it_as_torch(form, compiled, zero):
     # p.grad set to views of one flat buffer (manual gradient bucketing): torch's backward adds
     # into .grad in place, so the buffer holds the sums; spx replaced the views' values only.
     pair = dict(zip((torch, spx), _mlps(), strict=True))
@@ -363,6 +364,8 @@ def test_grads_that_view_a_flat_buffer_are_added_into_it_as_torch(form, compiled
         x, y = (lib.tensor(a) for a in _data())
 
         def step(x, y):
+            if zero:  # zero_() keeps the views: written into the buffer too
+                opt.zero_grad(set_to_none=False)
             loss_of = lambda m: ((m(x) - y) ** 2).mean()  # noqa: E731
             if lib is spx and form == "spx.backward":
                 spx.backward(loss_of, model)

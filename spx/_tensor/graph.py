@@ -140,6 +140,10 @@ class _ThreadState(threading.local):
         # register_hook on results; backward() runs them. Keyed by the node, as torch keeps
         # such hooks on the grad_fn: the tensor object may be gone (a local of a forward).
         self.hooked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # ids of gradient tensors that view a buffer spx.compile does not bind (p.grad set to
+        # a slice of a flat buffer): bound themselves, they are written alone while a step is
+        # traced, and through to the buffer after the call (Tensor._assign, _write_through).
+        self.bound_views: set[int] = set()
         # Backward passes run on this thread (spx.compile tells whether a step ran one).
         self.backwards = 0
         # The active spx.autocast region's policy (casts the inputs of listed operations),

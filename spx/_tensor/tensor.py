@@ -324,7 +324,7 @@ class Tensor(
             new = new._cast_for_inplace(aval.dtype)
         view = self._view
         grad_off = not graph.STATE.grad_enabled
-        if view is not None:
+        if view is not None and id(self) not in graph.STATE.bound_views:
             base = view.base
             bs = base._cur()
             old = (bs.node, bs.idx)

@@ -361,6 +361,13 @@ class CompiledFunction:
                     )
                 backwards_before = graph.STATE.backwards
                 deferred: list[tuple[Any, str, tuple]] = []
+                state = graph.STATE
+                views = state.bound_views
+                state.bound_views = {
+                    id(g)
+                    for q in binding.params
+                    if (g := q._grad) is not None and g._view is not None
+                }
                 try:
                     with _transforms.binding(), _transforms.deferring(deferred):
                         out = fn(*args, **kwargs)
@@ -369,6 +376,8 @@ class CompiledFunction:
                     if clearer is None:
                         raise
                     raise clearer from None
+                finally:
+                    state.bound_views = views
                 # Python-only updates (an LR scheduler's step()): run after each call.
                 record["deferred"] = tuple(deferred)
                 record["plan"] = plan
