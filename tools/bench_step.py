@@ -41,7 +41,13 @@ without kept gradients. 2026-11-27 (load ~1), alternating runs of this code and 
 packing: new spx 1.22 / 1.28, -grad 1.16 / 1.28, bwd() 1.23 / 1.26; old spx 1.23 / 1.27, -grad
 1.21 / 1.20, bwd() 1.25 / 1.26 (the same within noise; the box is slower than the day before).
 (torch's ratio in these alternating runs is pessimistic: XLA's worker threads keep spinning on
-the second core after a JAX block.)
+the second core after a JAX block.) 2026-11-27 later, after the placeholder change: CPU spx
+1.17, -grad 1.16, bwd() 1.20; ``--pipelined`` (one wait per round of 10 steps) spx 1.07, -grad
+1.04, bwd() 1.02. H200: raw 0.47 ms, +grads 2.00x, +packd 1.12x, spx 1.59x, -grad 1.17x, bwd()
+1.48x; on a second H200 (slower host) 1.57 / 1.25 / 1.59 per step and ``--pipelined`` spx
+1.11, -grad 0.86, bwd() 1.04, +packd 0.99. Pipelined, the kept gradients cost nothing there:
+0.466 ms per step with them, 0.467 without (tools/gpu_check.sh's profile step); what they
+cost is the latency of a step that is waited for.
 
 Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium] [--pipelined]``
 """
