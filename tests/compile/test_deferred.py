@@ -69,7 +69,14 @@ def test_scheduler_stepped_inside_a_compiled_step_follows_torch(name):
     assert step.trace_count <= 2  # the lr is fed in each call, not traced in
 
 
-def test_optimizer_step_after_the_scheduler_in_a_compiled_step_raises():
+@pytest.mark.parametrize(
+    "misuse,match",
+    [
+        ("scheduler before optimizer", r"Call optimizer.step\(\) first"),
+        ("get_last_lr inside", r"Read it after the call"),
+    ],
+)
+def test_scheduler_misuse_in_a_compiled_step_raises_with_the_fix(misuse, match):
     _, s = _pair()
     opt = spx.optim.SGD(s.parameters(), lr=0.1)
     sched = spx.optim.lr_scheduler.StepLR(opt, step_size=1)
@@ -78,10 +85,15 @@ def test_optimizer_step_after_the_scheduler_in_a_compiled_step_raises():
     def step(x):
         opt.zero_grad()
         s(x).sum().backward()
-        sched.step()
+        if misuse == "scheduler before optimizer":
+            sched.step()
+            opt.step()
+            return None
         opt.step()
+        sched.step()
+        return sched.get_last_lr()[0]  # a trace-time constant: refused
 
-    with pytest.raises(RuntimeError, match=r"Call optimizer.step\(\) first"):
+    with pytest.raises(RuntimeError, match=match):
         step(spx.ones(2, 4))
 
 
@@ -140,20 +152,3 @@ def test_a_new_model_optimizer_and_scheduler_per_fold_are_the_ones_stepped():
             )
         assert namespace["sched"].last_epoch == t_sched.last_epoch == 3
         assert namespace["opt"].param_groups[0]["lr"] == pytest.approx(0.0125)
-
-
-def test_get_last_lr_inside_a_compiled_step_raises_with_the_fix():
-    _, s = _pair()
-    opt = spx.optim.SGD(s.parameters(), lr=0.1)
-    sched = spx.optim.lr_scheduler.StepLR(opt, step_size=1)
-
-    @spx.compile
-    def step(x):
-        opt.zero_grad()
-        s(x).sum().backward()
-        opt.step()
-        sched.step()
-        return sched.get_last_lr()[0]
-
-    with pytest.raises(RuntimeError, match=r"Read it after the call"):
-        step(spx.ones(2, 4))
