@@ -4,6 +4,7 @@ from spx.nn import functional as functional
 from spx.nn import init as init
 from spx.nn import parallel as parallel
 from spx.nn import utils as utils
+from spx.nn.buffer import Buffer as Buffer
 from spx.nn.module import Module as Module
 from spx.nn.modules.activation import CELU as CELU
 from spx.nn.modules.activation import ELU as ELU

@@ -207,7 +207,10 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
         params = d.get("_parameters")
-        if isinstance(value, Parameter):
+        if params is not None and getattr(value, "_is_buffer", False) is True:
+            # nn.Buffer(...): registered as a buffer, with its persistent flag (as torch).
+            self.register_buffer(name, value, persistent=value.persistent)
+        elif isinstance(value, Parameter):
             self._require_init("parameters")
             _check_name("parameter", name)
             self._forget(name, keep="_parameters")

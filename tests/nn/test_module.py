@@ -509,3 +509,22 @@ def test_load_state_dict_from_another_module_copies_as_torch():
     step(spx.ones(4, 3))
     np.testing.assert_array_equal(target.weight.detach().numpy(), synced)
     assert not np.allclose(net.weight.detach().numpy(), synced)
+
+
+def test_buffer_assignment_registers_as_torch():
+    t_mod, s_mod = torch.nn.Module(), nn.Module()
+    for lib, m in ((torch, t_mod), (spx, s_mod)):
+        m.mask = lib.nn.Buffer(lib.ones(2, 2), persistent=False)
+        m.count = lib.nn.Buffer(lib.zeros(()))
+        m.count = lib.nn.Buffer(lib.ones(()), persistent=False)  # re-registered, flag changed
+        m.plain = lib.ones(1)  # a plain tensor stays an attribute
+    assert list(s_mod.state_dict()) == list(t_mod.state_dict()) == []
+    assert [n for n, _ in s_mod.named_buffers()] == [n for n, _ in t_mod.named_buffers()]
+    assert isinstance(s_mod.mask, nn.Buffer) and not isinstance(s_mod.plain, nn.Buffer)
+    kept = nn.Buffer(spx.ones(2, requires_grad=True))
+    assert kept.requires_grad == torch.nn.Buffer(torch.ones(2, requires_grad=True)).requires_grad
+    assert tuple(nn.Buffer().shape) == tuple(torch.nn.Buffer().shape) == (0,)
+    with pytest.raises(KeyError, match="already exists"):
+        s_mod.plain = nn.Buffer(spx.ones(1))
+    with pytest.raises(KeyError, match="already exists"):
+        t_mod.plain = torch.nn.Buffer(torch.ones(1))
