@@ -18,10 +18,12 @@ must be bound to the trace like an argument's, or the program would read the par
 constants and the optimizer would write tracers into them. :class:`Captured` finds the
 Modules, Optimizers, Parameters and leaf tensors that require grad which the function names
 directly: its closure cells, the globals its code (and the code of functions and lambdas
-defined in it) names, ``self`` of a bound method, a ``functools.partial``'s arguments, and the
-same in the plain functions of the user's own that it calls. State reached only through another
-object's attribute (``trainer.model`` with ``trainer`` a plain object) is not found: pass it
-as an argument.
+defined in it) names, ``self`` of a bound method, a ``functools.partial``'s arguments, the
+attributes and dict entries the code names on the plain objects among those (``self.model``,
+``trainer.opt``, ``Config.model``, ``nets["actor"]``), and the same in the plain functions of
+the user's own that it calls. State reached any other way (an entry of a list,
+``getattr(obj, name)``) is not found: :mod:`spx.compile.unbound` then raises with the fix
+instead of letting the program keep it as a constant.
 """
 
 from __future__ import annotations
@@ -61,44 +63,60 @@ class Captured:
 
     def scan(self) -> tuple[Any, ...]:
         """Read every name ``fn`` uses, following the plain functions it calls (helpers of the
-        user's own: ``def target_value(x): return target(x)``); keep (and return) the stateful
-        objects and LR schedulers among them."""
+        user's own: ``def target_value(x): return target(x)``) and the attributes and dict
+        entries it names on plain objects (``self.model``, ``trainer.opt``, ``nets["actor"]``);
+        keep (and return) the stateful objects and LR schedulers among them."""
         slots: list[tuple[int, Any, Any]] = []
         objects: list[Any] = []
         seen: set[int] = set()
+        opened: set[tuple[int, frozenset]] = set()
 
-        def keep(value: Any, slot: tuple[int, Any, Any], depth: int) -> None:
+        def keep(value: Any, slot: tuple[int, Any, Any], depth: int, names: frozenset) -> None:
             if _captures(value):
                 if all(value is not o for o in objects):
                     slots.append(slot)
                     objects.append(value)
-            elif depth < _MAX_DEPTH and _user_function(value):
-                walk(value, depth + 1)
+            elif depth < _MAX_DEPTH:
+                if _user_function(value):
+                    walk(value, depth + 1)
+                elif (id(value), names) not in opened:
+                    opened.add((id(value), names))
+                    # An attribute (or key) the code names, found in the object's own dict or
+                    # else its classes': the slot re-reads that dict, so a rebound
+                    # ``self.model`` is followed as a rebound global is.
+                    dicts = _fields(value)
+                    for name in sorted(names):  # (a stable order: one plan per process run)
+                        for fields in dicts:
+                            if name in fields:
+                                keep(fields[name], (1, fields, name), depth + 1, names)
+                                break
 
         def walk(fn: Any, depth: int) -> None:
             fn = inspect.unwrap(fn)
             if isinstance(fn, functools.partial):
+                names = _names(fn.func)
                 for value in (*fn.args, *fn.keywords.values()):
-                    keep(value, (2, None, None), depth)
+                    keep(value, (2, None, None), depth, names)
                 walk(fn.func, depth)
                 return
             bound = getattr(fn, "__self__", _EMPTY)
-            if bound is not _EMPTY and not isinstance(bound, types.ModuleType):
-                keep(bound, (2, None, None), depth)
             fn = getattr(fn, "__func__", fn)
             code = getattr(fn, "__code__", None)
             if code is None or id(code) in seen:
                 return
             seen.add(id(code))
+            names = _names(fn)
+            if bound is not _EMPTY and not isinstance(bound, types.ModuleType):
+                keep(bound, (2, None, None), depth, names)
             for cell in getattr(fn, "__closure__", None) or ():
                 value = _cell_value(cell)
                 if value is not _EMPTY:
-                    keep(value, (0, cell, None), depth)
+                    keep(value, (0, cell, None), depth, names)
             found = getattr(fn, "__globals__", {})
             for name in code_names(code):
                 value = found.get(name, _EMPTY)
                 if value is not _EMPTY:
-                    keep(value, (1, found, name), depth)
+                    keep(value, (1, found, name), depth, names)
 
         walk(self._fn, 0)
         self._slots, self.objects = tuple(slots), tuple(objects)
@@ -143,6 +161,47 @@ def _user_function(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) or ""
     return module.partition(".")[0] not in _LIBRARIES
+
+
+def _names(fn: Any) -> frozenset:
+    """The names ``fn``'s code could read from an object or a dict: its attribute and global
+    names and its string constants (``nets["actor"]``)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return frozenset()
+    names = set(code_names(code))
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for k in c.co_consts:
+            if isinstance(k, str):
+                names.add(k)
+            elif isinstance(k, types.CodeType):
+                stack.append(k)
+    return frozenset(names)
+
+
+def _fields(value: Any) -> list[Any]:
+    """The dicts a plain object's names are read from: a dict itself; an object of a user's
+    class, its ``__dict__`` and its classes' (a library's objects and Modules are not opened)."""
+    if type(value) is dict:
+        return [value]
+    if isinstance(value, type):
+        classes = value.__mro__
+    else:
+        own = getattr(value, "__dict__", None)
+        if not isinstance(own, dict):
+            return []
+        classes = type(value).__mro__
+        if _library(classes[0]):
+            return []
+        return [own, *(vars(c) for c in classes if not _library(c))]
+    return [vars(c) for c in classes if not _library(c)]
+
+
+def _library(cls: type) -> bool:
+    module = getattr(cls, "__module__", None) or "builtins"
+    return module == "builtins" or module.partition(".")[0] in _LIBRARIES
 
 
 def _cell_value(cell: Any) -> Any:

@@ -41,7 +41,7 @@ from spx._tensor import graph
 from spx._tensor import program as recorded
 from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
-from spx.compile import diagnostics, packing, sharing
+from spx.compile import diagnostics, packing, sharing, unbound
 from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
 from spx.compile.captured import Captured
 from spx.nn import _hooks, _structure
@@ -464,8 +464,14 @@ class CompiledFunction:
         # which old values it never reads (those are not passed at all).
         probe, record = self._pure(plan, leaves, None)
         hooks = _hooks.snapshot(plan.binding.modules)
-        traced = jax.jit(probe).trace(flat_state, [], [], hparams, dyn)
+        state = unbound.Snapshot()  # what a step changes or reads without binding it
+        try:
+            traced = jax.jit(probe).trace(flat_state, [], [], hparams, dyn)
+        except BaseException:
+            state.restore()
+            raise
         _hooks.restore(hooks)  # the real trace below runs them as the step does
+        state.check(traced.jaxpr.consts, self.fn)
         self._warn_collected()
         changed = record["changed"]
         unused = _unused_slots(traced.jaxpr, _slot_leaf_counts(flat_state))

@@ -102,9 +102,9 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
 
 MSG_UNBOUND_STATE = (
     "spx.compile: the step {name!r} changed state that spx.compile did not bind: a Module, "
-    "Optimizer or tensor it reaches neither through its arguments nor by a name of its own "
-    "(a global or closure variable), e.g. an attribute of another object or an entry of a "
-    "dict, so a placeholder of the trace was left in it.\n"
+    "Optimizer or tensor it reaches neither through its arguments nor by a name it uses "
+    "(a global, a closure variable, an attribute or a dict entry it names), e.g. an entry of "
+    "a list, so a placeholder of the trace was left in it.\n"
     "Fix: pass the model and the optimizer as arguments, step(model, opt, x), or name them "
     "directly in the step."
 )

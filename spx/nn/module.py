@@ -19,6 +19,7 @@ import numpy as np
 from jax._src.core import trace_state_clean
 
 from spx import _transforms
+from spx._live import Registry
 from spx._tensor.graph import STATE as _ENGINE
 from spx._tensor.tensor import Tensor
 from spx.nn import _hooks, _pytree, _structure
@@ -41,6 +42,16 @@ def _check_name(kind: str, name: Any) -> None:
         raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
 
 
+# Every Module alive, per thread: spx.compile checks that a step it traced neither changed
+# nor read as constants those it did not bind (:mod:`spx.compile.unbound`).
+_LIVE = Registry()
+
+
+def live_modules() -> list[Module]:
+    """The Modules the calling thread created that are alive now."""
+    return _LIVE.mine()
+
+
 class Module:
     """Base class for all neural network modules (mirrors ``torch.nn.Module``).
 
@@ -51,7 +62,13 @@ class Module:
         >>> import spx, jax.numpy as jnp
         >>> from spx import nn
         >>> class MLP(nn.Module):
-        ...     def __init__(self):
+        ...     def __new__(cls, *args: Any, **kwargs: Any) -> Module:
+        # (Here, not in __init__: copy.deepcopy and pickle create objects through __new__.)
+        obj = super().__new__(cls)
+        _LIVE.add(obj)
+        return obj
+
+    def __init__(self):
         ...         super().__init__()
         ...         self.fc1 = nn.Linear(4, 8)
         ...         self.fc2 = nn.Linear(8, 2)
@@ -69,6 +86,12 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _pytree.register(cls)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Module:
+        # (Here, not in __init__: copy.deepcopy and pickle create objects through __new__.)
+        obj = super().__new__(cls)
+        _LIVE.add(obj)
+        return obj
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:

@@ -22,6 +22,7 @@ import numpy as np
 
 from spx import _transforms
 from spx._host import device_array
+from spx._live import Registry
 from spx._tensor.tensor import Tensor
 from spx.compile import sharing
 from spx.nn import _structure
@@ -70,6 +71,16 @@ _STEP_AFTER_SCHEDULER = (
 )
 
 
+# Every Optimizer alive, per thread: spx.compile checks that a step it traced neither changed
+# nor read as constants those it did not bind (:mod:`spx.compile.unbound`).
+_LIVE = Registry()
+
+
+def live_optimizers() -> list[Optimizer]:
+    """The Optimizers the calling thread created that are alive now."""
+    return _LIVE.mine()
+
+
 class Optimizer:
     """Base class of spx optimizers (mirrors ``torch.optim.Optimizer``).
 
@@ -91,6 +102,12 @@ class Optimizer:
 
     # torch's order of a parameter's state entries (state_dict() lists them in this order).
     _state_keys: tuple[str, ...] = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Optimizer:
+        # (Here, not in __init__: copy.deepcopy and pickle create objects through __new__.)
+        obj = super().__new__(cls)
+        _LIVE.add(obj)
+        return obj
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults

@@ -1,6 +1,7 @@
 """spx.compile on a step that names its model and optimizer (closure, global, ``self``)
 instead of taking them as arguments, the way torch scripts write ``@torch.compile`` steps."""
 
+import copy
 import functools
 
 import numpy as np
@@ -141,26 +142,116 @@ def test_closure_over_a_leaf_tensor_that_requires_grad():
     np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-5)
 
 
-def test_state_reached_through_another_object_raises_with_the_fix():
-    _, s = _pair()
+def test_state_reached_through_a_plain_objects_attributes_is_bound():
+    # torch.compile steps written as a trainer's method or over an agent object: the step names
+    # ``trainer.model``; its parameters must be inputs of the program.
+    t, s = _pair()
 
-    class Trainer:  # a plain object: its attributes are not names the step uses
+    class Trainer:
+        def __init__(self):
+            self.model = s
+            self.opt = spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)
+
+        def step(self, x, y):
+            self.opt.zero_grad()
+            loss = ((self.model(x) - y) ** 2).mean()
+            loss.backward()
+            self.opt.step()
+            return loss
+
+    _check(spx.compile(Trainer().step), t, s, _batches(3))
+
+
+def test_class_attributes_and_dict_entries_are_bound():
+    t, s = _pair()
+
+    class Config:  # a class used as a namespace, and a dict of models
         model = s
-        opt = spx.optim.SGD(s.parameters(), lr=0.1)
 
-    trainer = Trainer()
+    opts = {"main": spx.optim.SGD(s.parameters(), lr=0.1, momentum=0.9)}
 
     @spx.compile
     def step(x, y):
-        trainer.opt.zero_grad()
-        loss = ((trainer.model(x) - y) ** 2).mean()
+        opts["main"].zero_grad()
+        loss = ((Config.model(x) - y) ** 2).mean()
         loss.backward()
-        trainer.opt.step()
+        opts["main"].step()
         return loss
 
+    _check(step, t, s, _batches(3))
+
+
+def test_a_target_network_read_through_an_attribute_sees_later_updates():
+    # DQN's shape: the step only reads agent.target; a sync outside the step must be seen.
+    class Agent:
+        def __init__(self):
+            self.net, self.target = nn.Linear(3, 1), nn.Linear(3, 1)
+            self.opt = spx.optim.SGD(self.net.parameters(), lr=0.1)
+
+    agent = Agent()
+
+    @spx.compile
+    def step(x):
+        agent.opt.zero_grad()
+        with spx.no_grad():
+            goal = agent.target(x)
+        loss = ((agent.net(x) - goal) ** 2).mean()
+        loss.backward()
+        agent.opt.step()
+        return loss
+
+    x = spx.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    step(x)
+    agent.target.load_state_dict(agent.net.state_dict())
+    with spx.no_grad():
+        want = ((agent.net(x) - agent.target(x)) ** 2).mean().item()
+    assert want == 0.0
+    assert float(step(x)) == want
+    # A rebound attribute is followed like a rebound global.
+    agent.target = nn.Linear(3, 1)
+    with spx.no_grad():
+        want = ((agent.net(x) - agent.target(x)) ** 2).mean().item()
+    np.testing.assert_allclose(float(step(x)), want, rtol=1e-6)
+
+
+def test_state_the_scan_cannot_reach_raises_with_the_fix():
+    _, s = _pair()
+    nets = [s]  # list entries: not names, attributes or dict keys the step names
+    opts = [spx.optim.SGD(s.parameters(), lr=0.1)]
+
+    @spx.compile
+    def train(x, y):
+        opts[0].zero_grad()
+        loss = ((nets[0](x) - y) ** 2).mean()
+        loss.backward()
+        opts[0].step()
+        return loss
+
+    @spx.compile
+    def evaluate(x):  # only reads it: its values would silently become constants
+        return nets[0](x).sum()
+
     ((x, y),) = _batches(1)
-    with pytest.raises(RuntimeError, match=r"pass the model and the optimizer as arguments"):
-        step(spx.tensor(x), spx.tensor(y))
+    before = [p.detach().numpy().copy() for p in s.parameters()]
+    with pytest.raises(RuntimeError, match=r"changed the .* of a .*\n.*pass the model"):
+        train(spx.tensor(x), spx.tensor(y))
+    # The trace's placeholders are not left in the model or the optimizer: both still work.
+    for p, b in zip(s.parameters(), before, strict=True):
+        np.testing.assert_array_equal(p.detach().numpy(), b)
+        assert p.grad is None
+    opts[0].zero_grad()
+    ((s(spx.tensor(x)) - spx.tensor(y)) ** 2).mean().backward()
+    opts[0].step()
+    with pytest.raises(RuntimeError, match=r"parameter '(weight|bias)' of a Linear .*\n.*pass the"):
+        evaluate(spx.tensor(x))
+    copies = [copy.deepcopy(s)]  # (a deep copy, made without Module.__init__, is seen too)
+    with pytest.raises(RuntimeError, match=r"parameter '(weight|bias)' of a Linear"):
+        spx.compile(lambda x: copies[0](x).sum())(spx.tensor(x))
+    np.testing.assert_allclose(  # passed as an argument, the same model works
+        float(spx.compile(lambda m, x: m(x).sum())(nets[0], spx.tensor(x))),
+        float(nets[0](spx.tensor(x)).sum()),
+        rtol=1e-6,
+    )
 
 
 def test_captured_finds_names_in_nested_functions_and_skips_the_rest():
