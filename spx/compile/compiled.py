@@ -298,7 +298,13 @@ class CompiledFunction:
 
     def _plan_for(self, leaves: list[Any], treedef: Any) -> _Plan:
         plan = self._plan
-        captured = self._captured.scan()
+        cap = self._captured
+        # (A call with keyword arguments comes here every time: rescan only when a name the
+        # last scan found was rebound or a structure changed.)
+        if plan is None or plan.epoch != _structure.EPOCH or not cap.same():
+            captured = cap.scan()
+        else:
+            captured = cap.objects
         if (
             plan is not None
             and plan.epoch == _structure.EPOCH
