@@ -77,6 +77,7 @@ _LOWER_CUDA_ONLY = [
 _FP32_COMMON = [
     ("spx.nn.functional.cross_entropy", "cross_entropy"),
     ("spx.nn.functional.cross_entropy", "nll_loss"),
+    ("spx.nn.functional.ctc_loss", "_ctc_loss"),  # (torch's CPU autocast: float32 too)
     *[
         ("spx.nn.functional.loss", name)
         for name in (
