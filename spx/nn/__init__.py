@@ -22,6 +22,7 @@ from spx.nn.modules.activation import Mish as Mish
 from spx.nn.modules.activation import PReLU as PReLU
 from spx.nn.modules.activation import ReLU as ReLU
 from spx.nn.modules.activation import ReLU6 as ReLU6
+from spx.nn.modules.activation import RReLU as RReLU
 from spx.nn.modules.activation import Sigmoid as Sigmoid
 from spx.nn.modules.activation import SiLU as SiLU
 from spx.nn.modules.activation import Softmax as Softmax
@@ -39,6 +40,9 @@ from spx.nn.modules.attention import (
 from spx.nn.modules.batchnorm import BatchNorm1d as BatchNorm1d
 from spx.nn.modules.batchnorm import BatchNorm2d as BatchNorm2d
 from spx.nn.modules.batchnorm import BatchNorm3d as BatchNorm3d
+from spx.nn.modules.batchnorm import LazyBatchNorm1d as LazyBatchNorm1d
+from spx.nn.modules.batchnorm import LazyBatchNorm2d as LazyBatchNorm2d
+from spx.nn.modules.batchnorm import LazyBatchNorm3d as LazyBatchNorm3d
 from spx.nn.modules.channel_shuffle import ChannelShuffle as ChannelShuffle
 from spx.nn.modules.channel_shuffle import Softmax2d as Softmax2d
 from spx.nn.modules.container import ModuleDict as ModuleDict
@@ -48,14 +52,17 @@ from spx.nn.modules.container import ParameterList as ParameterList
 from spx.nn.modules.container import Sequential as Sequential
 from spx.nn.modules.conv import Conv1d as Conv1d
 from spx.nn.modules.conv import Conv2d as Conv2d
+from spx.nn.modules.conv import Conv3d as Conv3d
 from spx.nn.modules.conv import LazyConv1d as LazyConv1d
 from spx.nn.modules.conv import LazyConv2d as LazyConv2d
+from spx.nn.modules.conv import LazyConv3d as LazyConv3d
 from spx.nn.modules.conv_transpose import ConvTranspose1d as ConvTranspose1d
 from spx.nn.modules.conv_transpose import ConvTranspose2d as ConvTranspose2d
 from spx.nn.modules.conv_transpose import ConvTranspose3d as ConvTranspose3d
 from spx.nn.modules.conv_transpose import LazyConvTranspose1d as LazyConvTranspose1d
 from spx.nn.modules.conv_transpose import LazyConvTranspose2d as LazyConvTranspose2d
 from spx.nn.modules.conv_transpose import LazyConvTranspose3d as LazyConvTranspose3d
+from spx.nn.modules.ctc_loss import CTCLoss as CTCLoss
 from spx.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from spx.nn.modules.distance import PairwiseDistance as PairwiseDistance
 from spx.nn.modules.dropout import AlphaDropout as AlphaDropout
@@ -63,6 +70,7 @@ from spx.nn.modules.dropout import Dropout as Dropout
 from spx.nn.modules.dropout import Dropout1d as Dropout1d
 from spx.nn.modules.dropout import Dropout2d as Dropout2d
 from spx.nn.modules.dropout import Dropout3d as Dropout3d
+from spx.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from spx.nn.modules.flatten import Flatten as Flatten
 from spx.nn.modules.flatten import Unflatten as Unflatten
 from spx.nn.modules.fold import Fold as Fold
@@ -70,6 +78,9 @@ from spx.nn.modules.fold import Unfold as Unfold
 from spx.nn.modules.instancenorm import InstanceNorm1d as InstanceNorm1d
 from spx.nn.modules.instancenorm import InstanceNorm2d as InstanceNorm2d
 from spx.nn.modules.instancenorm import InstanceNorm3d as InstanceNorm3d
+from spx.nn.modules.instancenorm import LazyInstanceNorm1d as LazyInstanceNorm1d
+from spx.nn.modules.instancenorm import LazyInstanceNorm2d as LazyInstanceNorm2d
+from spx.nn.modules.instancenorm import LazyInstanceNorm3d as LazyInstanceNorm3d
 from spx.nn.modules.linear import Bilinear as Bilinear
 from spx.nn.modules.linear import Identity as Identity
 from spx.nn.modules.linear import LazyLinear as LazyLinear
@@ -96,6 +107,9 @@ from spx.nn.modules.margin_loss import TripletMarginLoss as TripletMarginLoss
 from spx.nn.modules.margin_loss import (
     TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss,
 )
+from spx.nn.modules.max_unpool import MaxUnpool1d as MaxUnpool1d
+from spx.nn.modules.max_unpool import MaxUnpool2d as MaxUnpool2d
+from spx.nn.modules.max_unpool import MaxUnpool3d as MaxUnpool3d
 from spx.nn.modules.normalization import GroupNorm as GroupNorm
 from spx.nn.modules.normalization import LayerNorm as LayerNorm
 from spx.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
@@ -139,6 +153,7 @@ from spx.nn.modules.rnn import GRUCell as GRUCell
 from spx.nn.modules.rnn import LSTMCell as LSTMCell
 from spx.nn.modules.rnn import RNNCell as RNNCell
 from spx.nn.modules.sparse import Embedding as Embedding
+from spx.nn.modules.sparse import EmbeddingBag as EmbeddingBag
 from spx.nn.modules.transformer import Transformer as Transformer
 from spx.nn.modules.transformer import TransformerDecoder as TransformerDecoder
 from spx.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer

@@ -82,9 +82,13 @@ def test_stride_defaults_to_kernel_size():
     assert nn.MaxPool2d(3).stride == 3 and nn.AvgPool2d((2, 3)).stride == (2, 3)
 
 
-def test_return_indices_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        nn.MaxPool2d(2, return_indices=True)
+def test_return_indices_returns_torchs_indices():
+    # Full coverage (1-3d, adaptive, unpool, gradients) is in tests/nn/test_unpool.py.
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    out, idx = nn.MaxPool2d(3, 2, 1, return_indices=True)(x)
+    out_t, idx_t = torch.nn.MaxPool2d(3, 2, 1, return_indices=True)(torch.tensor(x))
+    np.testing.assert_array_equal(np.asarray(idx), idx_t.numpy())
+    np.testing.assert_array_equal(np.asarray(out), out_t.numpy())
 
 
 def test_constructor_validation():

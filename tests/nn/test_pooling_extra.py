@@ -117,10 +117,10 @@ def test_constructor_validation():
         nn.MaxPool1d(0)
     with pytest.raises(ValueError, match="must be at most half"):
         nn.AvgPool3d(3, padding=2)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        nn.AdaptiveMaxPool2d(2, return_indices=True)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        nn.MaxPool1d(2, return_indices=True)
+    with pytest.raises(TypeError, match="return_indices must be True or False"):
+        nn.AdaptiveMaxPool2d(2, return_indices="yes")
+    with pytest.raises(TypeError, match="return_indices must be True or False"):
+        nn.MaxPool1d(2, return_indices=None)
     with pytest.raises(ValueError, match="output_size"):
         nn.AdaptiveMaxPool3d((1, 2))
     with pytest.raises(ValueError, match="norm_type"):

@@ -33,6 +33,7 @@ from spx.nn.functional import loss as _loss
 from spx.nn.functional import margin_loss as _margin_loss
 from spx.nn.functional import normalization as _normalization
 from spx.nn.functional import pad as _pad
+from spx.nn.functional import pool_indices as _pool_indices
 from spx.nn.functional import pooling as _pooling
 from spx.nn.functional import shape as _shape
 from spx.nn.functional import sparse as _sparse
@@ -93,6 +94,10 @@ def _mha_drops(*args: Any, **kwargs: Any) -> bool:
 
 def _always(*args: Any, **kwargs: Any) -> bool:
     return True
+
+
+def _rrelu_trains(input: Any, lower: Any = 0, upper: Any = 0, training: bool = False, *a, **k):
+    return bool(training)
 
 
 _batch_norm_with_stats = _recorded(_normalization.batch_norm_with_stats)
@@ -344,6 +349,43 @@ avg_pool3d = _recorded(_pooling.avg_pool3d)
 max_pool1d = _recorded(_pooling.max_pool1d)
 max_pool2d = _recorded(_pooling.max_pool2d)
 max_pool3d = _recorded(_pooling.max_pool3d)
+max_pool1d_with_indices = _recorded(_pool_indices.max_pool1d_with_indices)
+max_pool2d_with_indices = _recorded(_pool_indices.max_pool2d_with_indices)
+max_pool3d_with_indices = _recorded(_pool_indices.max_pool3d_with_indices)
+adaptive_max_pool1d_with_indices = _recorded(_pool_indices.adaptive_max_pool1d_with_indices)
+adaptive_max_pool2d_with_indices = _recorded(_pool_indices.adaptive_max_pool2d_with_indices)
+adaptive_max_pool3d_with_indices = _recorded(_pool_indices.adaptive_max_pool3d_with_indices)
+
+
+def _max_unpool(fn: Callable, nd: int) -> Callable:
+    """``fn`` recorded, with torch's eager range check of the indices when they are known."""
+    record = _recorded(fn)
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(
+        input: Any,
+        indices: Any,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        output_size: Any = None,
+    ) -> Any:
+        values = _known_value(indices)
+        shape = getattr(input, "shape", None)
+        if values is not None and shape is not None and len(shape) >= nd:
+            sizes, *_ = _pool_indices.unpool_output_size(
+                shape, kernel_size, stride, padding, output_size, nd, name
+            )
+            _pool_indices.check_unpool_indices(values, sizes, name)
+        return record(input, indices, kernel_size, stride, padding, output_size)
+
+    return wrapper
+
+
+max_unpool1d = _max_unpool(_pool_indices.max_unpool1d, 1)
+max_unpool2d = _max_unpool(_pool_indices.max_unpool2d, 2)
+max_unpool3d = _max_unpool(_pool_indices.max_unpool3d, 3)
 lp_pool1d = _recorded(_pooling.lp_pool1d)
 lp_pool2d = _recorded(_pooling.lp_pool2d)
 lp_pool3d = _recorded(_pooling.lp_pool3d)
@@ -379,6 +421,7 @@ dropout1d = _keyed(_dropout.dropout1d, "key", _dropping)
 dropout2d = _keyed(_dropout.dropout2d, "key", _dropping)
 dropout3d = _keyed(_dropout.dropout3d, "key", _dropping)
 alpha_dropout = _identity_when_off(_dropout.alpha_dropout, training_default=False)
+feature_alpha_dropout = _identity_when_off(_dropout.feature_alpha_dropout, training_default=False)
 scaled_dot_product_attention = _keyed(
     _attention.scaled_dot_product_attention, "dropout_key", _sdpa_drops
 )
@@ -386,6 +429,7 @@ multi_head_attention_forward = _keyed(
     _attention.multi_head_attention_forward, "dropout_key", _mha_drops
 )
 gumbel_softmax = _keyed(_activation.gumbel_softmax, "key", _always)
+rrelu = _keyed(_activation.rrelu, "key", _rrelu_trains)
 
 from spx.nn.functional import fold as _fold  # noqa: E402
 
@@ -400,6 +444,10 @@ grid_sample = _recorded(_grid_sample.grid_sample)
 from spx.nn.functional import channel_shuffle as _channel_shuffle  # noqa: E402
 
 channel_shuffle = _recorded(_channel_shuffle.channel_shuffle)
+
+# (Recorded operations already: their argument checks run on the host first.)
+from spx.nn.functional.ctc_loss import ctc_loss as ctc_loss  # noqa: E402
+from spx.nn.functional.embedding_bag import embedding_bag as embedding_bag  # noqa: E402
 
 
 def _in_place(name: str, fn: Callable) -> Callable:
@@ -423,5 +471,6 @@ elu_ = _in_place("elu_", elu)
 hardtanh_ = _in_place("hardtanh_", hardtanh)
 leaky_relu_ = _in_place("leaky_relu_", leaky_relu)
 relu_ = _in_place("relu_", relu)
+rrelu_ = _in_place("rrelu_", rrelu)
 selu_ = _in_place("selu_", selu)
 threshold_ = _in_place("threshold_", threshold)

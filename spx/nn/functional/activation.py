@@ -66,6 +66,56 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
     return jnp.where(x > 0, x, x * negative_slope)
 
 
+def check_rrelu_bounds(lower: float, upper: float, name: str = "rrelu") -> None:
+    """torch's check that the slope range is not empty (Python numbers only)."""
+    if isinstance(lower, int | float) and isinstance(upper, int | float) and lower > upper:
+        raise RuntimeError(
+            f"{name}: lower bound ({lower}) should be less than or equal to the upper bound "
+            f"({upper}); swap them"
+        )
+
+
+def rrelu(
+    input: Array,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    key: jax.Array | None = None,
+) -> Array:
+    """Randomized leaky ReLU (mirrors ``torch.nn.functional.rrelu``).
+
+    ``x`` if ``x > 0`` else ``a * x``. While training, ``a`` is drawn per element from
+    ``U(lower, upper)`` (the gradient of a non-positive element is its drawn ``a``, as torch's);
+    otherwise ``a = (lower + upper) / 2``. Note torch's default here is ``training=False``.
+
+    Args:
+        input: any shape, floating point.
+        lower: lower bound of the slope distribution.
+        upper: upper bound (``lower <= upper``, else RuntimeError).
+        training: draw random slopes (True) or use their mean (False).
+        inplace: ignored (arrays are immutable).
+        key: jax PRNG key for the slopes; default: the next key of ``spx.manual_seed``'s
+            generator (drawn only while training).
+
+    Example:
+        >>> F.rrelu(jnp.array([-3.0, 2.0]), 0.1, 0.3)  # [-0.6, 2.]
+    """
+    check_rrelu_bounds(lower, upper)
+    x = jnp.asarray(input)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise NotImplementedError(
+            f"rrelu: input must be floating point, got {x.dtype}; convert it first, e.g. x.float()"
+        )
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2)
+    # Drawn in float32 at least: bfloat16's few mantissa bits would bunch up the slopes.
+    draw_dtype = jnp.promote_types(x.dtype, jnp.float32)
+    slope = jax.random.uniform(resolve_key(key), x.shape, draw_dtype, lower, upper)
+    return jnp.where(x > 0, x, x * slope.astype(x.dtype))
+
+
 def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """``x if x > 0 else alpha * (exp(x) - 1)`` (mirrors ``torch.nn.functional.elu``).
 

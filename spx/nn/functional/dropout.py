@@ -1,4 +1,4 @@
-"""Dropout: elementwise, channel-wise (1d/2d/3d) and alpha dropout.
+"""Dropout: elementwise, channel-wise (1d/2d/3d), alpha and feature-alpha dropout.
 
 Signatures and defaults are torch's — note ``training=True`` by default in the functional
 form, as in torch (the Dropout *module* passes its own ``self.training``). Kept elements are
@@ -159,6 +159,17 @@ def dropout3d(
     return _feature_dropout(x, p, training, key, unbatched=x.ndim != 5)
 
 
+def _alpha_dropout(x: Array, p: float, mask_shape: tuple[int, ...], key: jax.Array | None) -> Array:
+    if p == 1.0:
+        return jnp.zeros_like(x)
+    # torch's _dropout_impl constants: alpha' = -scale * alpha of SELU.
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha**2 * p + 1) * (1 - p))
+    keep = jax.random.bernoulli(resolve_key(key), 1.0 - p, mask_shape).astype(x.dtype)
+    b = (keep - 1.0) * (alpha * a) + alpha * a * p
+    return x * (keep * a) + b
+
+
 def alpha_dropout(
     input: Array,
     p: float = 0.5,
@@ -179,11 +190,43 @@ def alpha_dropout(
     x = jnp.asarray(input)
     if not training or p == 0.0:
         return x
-    if p == 1.0:
-        return jnp.zeros_like(x)
-    # torch's _dropout_impl constants: alpha' = -scale * alpha of SELU.
-    alpha = 1.7580993408473766
-    a = 1.0 / math.sqrt((alpha**2 * p + 1) * (1 - p))
-    keep = jax.random.bernoulli(resolve_key(key), 1.0 - p, x.shape).astype(x.dtype)
-    b = (keep - 1.0) * (alpha * a) + alpha * a * p
-    return x * keep * a + b
+    return _alpha_dropout(x, p, x.shape, key)
+
+
+def feature_alpha_dropout(
+    input: Array,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    key: jax.Array | None = None,
+) -> Array:
+    """Alpha dropout of whole channels (mirrors ``torch.nn.functional.feature_alpha_dropout``).
+
+    One draw per ``(sample, channel)`` of an ``(N, C, *)`` input: a dropped channel is set to
+    SELU's negative saturation value, then the affine correction of :func:`alpha_dropout`
+    (``a * x + b`` with ``a = 1 / sqrt((alpha^2 p + 1)(1 - p))``) keeps zero mean and unit
+    variance. As in torch the input needs at least 2 dims (the first two are ``N`` and ``C``;
+    an unbatched ``(C, *)`` input is read the same way) and ``training`` defaults to False.
+
+    Args:
+        input: ``(N, C, *)``.
+        p: channel drop probability in ``[0, 1]``.
+        training: apply dropout (default False, as torch's).
+        inplace: ignored (arrays are immutable).
+        key: jax PRNG key for the mask; default: the next key of ``spx.manual_seed``'s
+            generator.
+
+    Example:
+        >>> F.feature_alpha_dropout(jnp.ones((2, 3, 4)), 0.5, True, key=jax.random.key(0)).shape
+    """
+    _check_p(p)
+    x = jnp.asarray(input)
+    if not training or p == 0.0 or x.size == 0:
+        return x
+    if x.ndim < 2:
+        raise RuntimeError(
+            f"feature_alpha_dropout: feature dropout requires at least 2 dimensions (N, C, *) "
+            f"in the input, got shape {x.shape}; use alpha_dropout for elementwise dropout"
+        )
+    return _alpha_dropout(x, p, x.shape[:2] + (1,) * (x.ndim - 2), key)

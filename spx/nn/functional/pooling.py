@@ -1,5 +1,7 @@
 """Pooling over channels-first inputs: max/avg (1-D/2-D/3-D) and adaptive avg/max.
 
+``return_indices=True`` on the max pools is :mod:`.pool_indices`'s (with ``max_unpool``).
+
 Max and average pools are single ``lax.reduce_window`` calls (differentiable, fused by XLA).
 torch's ``ceil_mode`` becomes extra right padding; the average pool's divisor — which depends on
 ``count_include_pad``, ``ceil_mode`` and ``divisor_override`` exactly as in torch's CPU kernel —
@@ -105,11 +107,13 @@ def _max_pool(
     return_indices: bool,
     nd: int,
     name: str,
-) -> Array:
+) -> Array | tuple[Array, Array]:
     if return_indices:
-        raise NotImplementedError(
-            f"{name}: return_indices=True is not supported (there is no max_unpool in spx); "
-            "call it with return_indices=False"
+        # Imported here: pool_indices builds on this module's window geometry.
+        from spx.nn.functional.pool_indices import _max_pool_with_indices
+
+        return _max_pool_with_indices(
+            input, kernel_size, stride, padding, dilation, ceil_mode, nd, name
         )
     x, unbatched = _batched(jnp.asarray(input), nd, name)
     ks, ss, ps, ds, outs, right = _window_geometry(
@@ -223,7 +227,8 @@ def max_pool1d(
         kernel_size, stride (default ``kernel_size``), padding (implicit ``-inf``, at most half
             the effective kernel), dilation: int or 1-tuple.
         ceil_mode: round the output length up (windows may hang over the right edge).
-        return_indices: unsupported (NotImplementedError).
+        return_indices: also return each maximum's position (int32, as
+            :func:`max_pool1d_with_indices`), for :func:`max_unpool1d`.
 
     Example:
         >>> F.max_pool1d(jnp.arange(6.0)[None, None], 2).shape  # (1, 1, 3)
@@ -251,10 +256,11 @@ def max_pool2d(
         padding: implicit ``-inf`` padding on both sides, at most half the effective kernel.
         dilation: spacing between window elements.
         ceil_mode: round output sizes up instead of down.
-        return_indices: unsupported (NotImplementedError).
+        return_indices: also return each maximum's flat position ``h * W + w`` in its plane
+            (int32, as :func:`max_pool2d_with_indices`), for :func:`max_unpool2d`.
 
     Returns:
-        ``(N, C, H_out, W_out)``.
+        ``(N, C, H_out, W_out)``, and the indices of that shape with ``return_indices``.
 
     Example:
         >>> F.max_pool2d(jnp.ones((2, 3, 8, 8)), 3, stride=2, padding=1).shape  # (2, 3, 4, 4)
@@ -274,6 +280,9 @@ def max_pool3d(
     return_indices: bool = False,
 ) -> Array:
     """3-D max pooling over NCDHW input (mirrors ``torch.nn.functional.max_pool3d``).
+
+    Arguments as :func:`max_pool2d`, with ints or triples; ``return_indices=True`` also
+    returns the flat positions ``d * H * W + h * W + w`` (:func:`max_pool3d_with_indices`).
 
     Example:
         >>> F.max_pool3d(jnp.ones((1, 2, 4, 4, 4)), 2).shape  # (1, 2, 2, 2, 2)
@@ -437,50 +446,60 @@ def adaptive_avg_pool3d(input: Array, output_size: _Size | None) -> Array:
     return _adaptive_pool(input, output_size, 3, "avg", "adaptive_avg_pool3d")
 
 
-def adaptive_max_pool1d(input: Array, output_size: _Size, return_indices: bool = False) -> Array:
+def adaptive_max_pool1d(
+    input: Array, output_size: _Size, return_indices: bool = False
+) -> Array | tuple[Array, Array]:
     """Max-pool to a fixed length (mirrors ``torch.nn.functional.adaptive_max_pool1d``).
+
+    ``return_indices=True`` also returns each maximum's position (int32).
 
     Example:
         >>> F.adaptive_max_pool1d(jnp.ones((2, 3, 10)), 4).shape  # (2, 3, 4)
     """
     if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported")
+        from spx.nn.functional.pool_indices import _adaptive_max_pool_with_indices
+
+        return _adaptive_max_pool_with_indices(input, output_size, 1, "adaptive_max_pool1d")
     return _adaptive_pool(input, output_size, 1, "max", "adaptive_max_pool1d")
 
 
 def adaptive_max_pool2d(
     input: Array, output_size: _Size | None, return_indices: bool = False
-) -> Array:
+) -> Array | tuple[Array, Array]:
     """Max-pool to a fixed ``(H_out, W_out)`` (mirrors ``torch...adaptive_max_pool2d``).
 
     Args:
         input: ``(N, C, H, W)`` or ``(C, H, W)``.
         output_size: int or ``(H_out, W_out)``; a None entry keeps that input size.
-        return_indices: unsupported (NotImplementedError).
+        return_indices: also return each maximum's flat position in its plane (int32).
 
     Example:
         >>> F.adaptive_max_pool2d(jnp.ones((2, 3, 7, 9)), (2, 4)).shape  # (2, 3, 2, 4)
     """
     if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported")
+        from spx.nn.functional.pool_indices import _adaptive_max_pool_with_indices
+
+        return _adaptive_max_pool_with_indices(input, output_size, 2, "adaptive_max_pool2d")
     return _adaptive_pool(input, output_size, 2, "max", "adaptive_max_pool2d")
 
 
 def adaptive_max_pool3d(
     input: Array, output_size: _Size | None, return_indices: bool = False
-) -> Array:
+) -> Array | tuple[Array, Array]:
     """Max-pool to a fixed ``(D_out, H_out, W_out)`` (mirrors torch's 3-D variant).
 
     Args:
         input: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
         output_size: int or a triple; a None entry keeps that input size.
-        return_indices: unsupported (NotImplementedError).
+        return_indices: also return each maximum's flat position in its plane (int32).
 
     Example:
         >>> F.adaptive_max_pool3d(jnp.ones((1, 2, 4, 5, 6)), 2).shape  # (1, 2, 2, 2, 2)
     """
     if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d: return_indices=True is not supported")
+        from spx.nn.functional.pool_indices import _adaptive_max_pool_with_indices
+
+        return _adaptive_max_pool_with_indices(input, output_size, 3, "adaptive_max_pool3d")
     return _adaptive_pool(input, output_size, 3, "max", "adaptive_max_pool3d")
 
 

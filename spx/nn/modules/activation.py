@@ -256,6 +256,50 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + _inplace_repr(self.inplace, ", ")
 
 
+class RReLU(Module):
+    """Randomized leaky ReLU (mirrors ``torch.nn.RReLU``).
+
+    ``x`` if ``x > 0`` else ``a * x``: in training mode ``a`` is drawn per element from
+    ``U(lower, upper)`` with a fresh key from ``spx.manual_seed``'s generator each call (as
+    :class:`Dropout` draws its mask); in eval mode ``a = (lower + upper) / 2``.
+
+    Args:
+        lower: lower bound of the slope distribution.
+        upper: upper bound; ``lower > upper`` raises ValueError here (torch only fails at the
+            first call).
+        inplace: accepted for torch compatibility; the result is always a new array.
+
+    Shapes:
+        input ``(*)`` -> output ``(*)``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.RReLU(0.1, 0.3).eval()(jnp.array([-1.0, 1.0]))  # [-0.2, 1.]
+    """
+
+    def __init__(
+        self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+    ) -> None:
+        super().__init__()
+        lo = _validate.as_float(lower, "lower", "RReLU")
+        hi = _validate.as_float(upper, "upper", "RReLU")
+        if lo > hi:
+            raise ValueError(
+                f"RReLU: lower ({lower}) must be at most upper ({upper}); swap them, e.g. "
+                f"nn.RReLU({upper}, {lower})"
+            )
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Array) -> Array:
+        return F.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + _inplace_repr(self.inplace, ", ")
+
+
 class ELU(Module):
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)`` (mirrors ``torch.nn.ELU``).
 

@@ -27,7 +27,7 @@ from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
-from spx.nn.parameter import Parameter
+from spx.nn.parameter import Parameter, UninitializedParameter
 from spx.ops.types import get_default_dtype
 
 Array = jax.Array
@@ -50,7 +50,7 @@ class _BatchNorm(Module):
 
     def __init__(
         self,
-        num_features: int,
+        num_features: int | None,
         eps: float = 1e-5,
         momentum: float | None = 0.1,
         affine: bool = True,
@@ -62,30 +62,39 @@ class _BatchNorm(Module):
     ) -> None:
         super().__init__()
         name = type(self).__name__
-        num_features = _validate.as_int(num_features, "num_features", name, minimum=1)
+        num_features = _validate.as_optional_int(
+            num_features, "num_features", name, minimum=1,
+            hint=f"or None (nn.Lazy{name.removeprefix('Lazy')}) to infer it from the first input",
+        )  # fmt: skip
         if momentum is not None:  # validated; kept as given (torch's repr shows it as given)
             _validate.as_float(
                 momentum, "momentum", name, minimum=0, maximum=1,
                 hint="or None for a cumulative average",
             )  # fmt: skip
-        self.num_features = num_features
+        # 0 until a lazy layer sees its first input, as torch's lazy norms show it.
+        self.num_features = 0 if num_features is None else num_features
         self.eps = eps
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
         dtype = dtype or get_default_dtype()
+        self._dtype, self._device = dtype, device
+        lazy = num_features is None
         if affine:
-            self.weight = Parameter(_array((num_features,), 1.0, dtype, device))
+            self.weight = UninitializedParameter() if lazy else self._filled(num_features, 1.0)
             if bias:
-                self.bias = Parameter(_array((num_features,), 0.0, dtype, device))
+                self.bias = UninitializedParameter() if lazy else self._filled(num_features, 0.0)
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _array((num_features,), 0.0, dtype, device))
-            self.register_buffer("running_var", _array((num_features,), 1.0, dtype, device))
+            # A lazy layer holds empty statistics until its first input: unlike torch's
+            # UninitializedBuffer they are real arrays, so .to(...) before the first call works
+            # (and its dtype and device carry over to the statistics made then).
+            self.register_buffer("running_mean", _array((self.num_features,), 0.0, dtype, device))
+            self.register_buffer("running_var", _array((self.num_features,), 1.0, dtype, device))
             # int32, not torch's int64: JAX's 64-bit mode is off (see the module docstring).
             self.register_buffer("num_batches_tracked", _array((), 0, jnp.int32, device))
         else:
@@ -104,12 +113,52 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics and set ``weight`` to ones, ``bias`` to zeros."""
         self.reset_running_stats()
-        if self.affine:
+        if self.affine and not self._is_lazy():
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def _filled(self, n: int, fill: float) -> Parameter:
+        return Parameter(_array((n,), fill, self._dtype, self._device))
+
+    def _is_lazy(self) -> bool:
+        """Whether ``num_features`` still waits for the first input (or a state dict)."""
+        return self.num_features == 0
+
+    def _materialize(self, num_features: int) -> None:
+        """Give a lazy layer its ``num_features``: torch's ``initialize_parameters``.
+
+        ``weight`` and ``bias`` stay the same Parameter objects (an optimizer built before the
+        first call keeps them); the statistics keep the empty ones' dtype and device.
+        """
+        self.num_features = num_features
+        dtype = self._dtype
+        if self.running_mean is not None:
+            dtype = self.running_mean.dtype  # as moved by .to() before the first call
+            for name, fill in (("running_mean", 0.0), ("running_var", 1.0)):
+                old = self._buffers[name]._data
+                new = jnp.full((num_features,), fill, old.dtype)
+                if not isinstance(old, jax.core.Tracer):
+                    new = jax.device_put(new, old.sharding)
+                self.register_buffer(name, new)
+        if self.affine:
+            for name, fill in (("weight", 1.0), ("bias", 0.0)):
+                param = self._parameters.get(name)
+                if param is not None and param.is_uninitialized:
+                    param.materialize(_array((num_features,), fill, dtype, self._device))
+
+    def _materialize_from(self, input: Tensor, channel_dim: int) -> None:
+        if self._is_lazy():
+            self._materialize(input.shape[channel_dim])
+
     def _prepare_state_dict(self, state_dict: Any, prefix: str) -> None:
+        # A lazy layer takes its size from the checkpoint, as torch's lazy modules do.
+        if self._is_lazy():
+            for key in ("weight", "running_mean"):
+                value = state_dict.get(prefix + key)
+                if getattr(value, "ndim", None) == 1:
+                    self._materialize(int(value.shape[0]))
+                    break
         # torch's BatchNorm (version 2) added num_batches_tracked; a state dict without it (an
         # old checkpoint) keeps the current count, as torch's _load_from_state_dict does.
         key = prefix + "num_batches_tracked"
@@ -129,6 +178,8 @@ class _BatchNorm(Module):
             )
 
     def forward(self, input: Tensor) -> Tensor:
+        if input.ndim in self._ranks:
+            self._materialize_from(input, 1)
         self._check_input(input)
         momentum: Any = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
@@ -245,3 +296,76 @@ class BatchNorm3d(_BatchNorm):
 
     _ranks = (5,)
     _layout = "(N, C, D, H, W)"
+
+
+class _LazyBatchNorm(_BatchNorm):
+    """torch's ``_LazyNormBase`` arguments: everything but ``num_features``."""
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(None, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """A :class:`BatchNorm1d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyBatchNorm1d`` (the arguments of :class:`BatchNorm1d` minus
+    ``num_features``). Until the first call ``num_features`` is 0, ``weight``/``bias`` are
+    :class:`~spx.nn.UninitializedParameter` (materialized in place, so an optimizer built
+    earlier keeps them) and the running statistics are empty; ``load_state_dict`` sizes the
+    layer from the checkpoint instead, as torch's lazy modules do. The layer stays a
+    ``LazyBatchNorm1d`` afterwards (torch turns it into a ``BatchNorm1d``; both are
+    ``isinstance(m, nn.BatchNorm1d)``).
+
+    Shapes:
+        ``(N, C)`` or ``(N, C, L)`` -> same; ``num_features = C`` of the first input.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> bn = nn.LazyBatchNorm1d()
+        >>> bn(spx.randn(4, 3)).shape, bn.weight.shape, bn.running_mean.shape
+        (spx.Size([4, 3]), spx.Size([3]), spx.Size([3]))
+    """
+
+
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """A :class:`BatchNorm2d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyBatchNorm2d``; see :class:`LazyBatchNorm1d`.
+
+    Shapes:
+        ``(N, C, H, W)`` -> same; ``num_features = C`` of the first input.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> bn = nn.LazyBatchNorm2d()
+        >>> bn(spx.randn(2, 3, 4, 4)).shape, bn.num_features
+        (spx.Size([2, 3, 4, 4]), 3)
+    """
+
+
+class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
+    """A :class:`BatchNorm3d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyBatchNorm3d``; see :class:`LazyBatchNorm1d`.
+
+    Shapes:
+        ``(N, C, D, H, W)`` -> same; ``num_features = C`` of the first input.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> nn.LazyBatchNorm3d()(spx.randn(2, 3, 2, 2, 2)).shape
+        spx.Size([2, 3, 2, 2, 2])
+    """

@@ -1,5 +1,5 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d`` and their lazy forms; the shared ``_ConvNd`` base
-that the transposed convolutions (:mod:`.conv_transpose`) build on.
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d`` and their lazy forms; the shared
+``_ConvNd`` base that the transposed convolutions (:mod:`.conv_transpose`) build on.
 
 Weights are ``(out_channels, in_channels // groups, *kernel_size)`` (``(in_channels,
 out_channels // groups, *kernel_size)`` for transposed convs) and inputs channels-first,
@@ -127,6 +127,10 @@ class _ConvNd(Module):
     def _weight_shape(self, in_channels: int) -> tuple[int, ...]:
         return (self.out_channels, in_channels // self.groups, *self.kernel_size)
 
+    def _in_channels_of(self, weight: Tensor) -> int:
+        # The inverse of _weight_shape (a transposed conv's weight leads with in_channels).
+        return weight.shape[0] if self._transposed else weight.shape[1] * self.groups
+
     def reset_parameters(self) -> None:
         """torch's default init: kaiming_uniform_(a=sqrt(5)) weight, U(±1/sqrt(fan_in)) bias."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -165,7 +169,10 @@ class _ConvNd(Module):
         )
         if lazy:
             self._materialize(channels)
-        elif channels != self.in_channels:
+        elif self.in_channels is None:
+            # A lazy layer whose weight came from load_state_dict rather than a first call.
+            self.in_channels = self._in_channels_of(self._required_parameter("weight"))
+        if channels != self.in_channels:
             raise RuntimeError(
                 f"{cls}: input has {channels} channels (dim {input.ndim - nd - 1} of shape "
                 f"{tuple(input.shape)}), but this layer expects in_channels={self.in_channels}. "
@@ -173,7 +180,7 @@ class _ConvNd(Module):
             )
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        conv = F.conv1d if self._nd == 1 else F.conv2d
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -185,7 +192,8 @@ class _ConvNd(Module):
 
     def extra_repr(self) -> str:
         nd = self._nd
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        in_channels = 0 if self.in_channels is None else self.in_channels  # torch's lazy: 0
+        s = f"{in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
         s += f", stride={self.stride}"
         if self.padding != (0,) * nd:
             s += f", padding={self.padding}"
@@ -273,6 +281,43 @@ class Conv2d(_ConvNd):
     _nd = 2
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over ``(N, C, D, H, W)`` input (mirrors ``torch.nn.Conv3d``).
+
+    ``weight`` is ``(out_channels, in_channels // groups, kD, kH, kW)`` and ``bias``
+    ``(out_channels,)``, initialized as torch does: ``kaiming_uniform_(a=sqrt(5))`` and
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = in_channels // groups * kD * kH * kW``.
+    ``in_channels=None`` defers creation to the first call (see :class:`LazyConv3d`).
+
+    Args:
+        in_channels: input channels, or None to infer them from the first input.
+        out_channels: output channels.
+        kernel_size: int or ``(kD, kH, kW)``.
+        stride: int or ``(sD, sH, sW)``.
+        padding: int, ``(pD, pH, pW)``, ``'valid'`` or ``'same'`` (stride 1 only).
+        dilation: int or ``(dD, dH, dW)``.
+        groups: blocked connections from input to output channels; both channel counts must
+            be divisible by it.
+        bias: whether to learn an additive bias.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        device: optional device spec for the parameters.
+        dtype: parameter dtype (default float32).
+
+    Shapes:
+        input ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)`` -> ``(N, C_out, D_out, H_out, W_out)``
+        with ``D_out = (D + 2 * pD - dD * (kD - 1) - 1) // sD + 1`` (likewise ``H_out``,
+        ``W_out``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.Conv3d(2, 4, 3, stride=2, padding=1)(jnp.ones((1, 2, 6, 8, 8))).shape
+        spx.Size([1, 4, 3, 4, 4])
+    """
+
+    _nd = 3
+
+
 class LazyConv1d(Conv1d):
     """A :class:`Conv1d` whose ``in_channels`` is inferred on the first call.
 
@@ -325,6 +370,47 @@ class LazyConv2d(Conv2d):
         >>> layer = LazyConv2d(6, 3)
         >>> layer(jnp.ones((2, 3, 8, 8))).shape, layer.weight.shape
         (spx.Size([2, 6, 6, 6]), spx.Size([6, 3, 3, 3]))
+    """
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: str | int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            None,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+
+class LazyConv3d(Conv3d):
+    """A :class:`Conv3d` whose ``in_channels`` is inferred on the first call.
+
+    Mirrors ``torch.nn.LazyConv3d`` (same arguments as :class:`Conv3d` minus ``in_channels``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> layer = nn.LazyConv3d(4, 3)
+        >>> layer(jnp.ones((1, 2, 5, 5, 5))).shape, layer.weight.shape
+        (spx.Size([1, 4, 3, 3, 3]), spx.Size([4, 2, 3, 3, 3]))
     """
 
     def __init__(

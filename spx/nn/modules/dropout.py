@@ -1,4 +1,6 @@
-"""Dropout modules: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout`` (mirroring ``torch.nn``).
+"""Dropout modules: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout``, ``FeatureAlphaDropout``.
+
+All mirror ``torch.nn``.
 
 In training mode each call draws a fresh key from the calling rank's generator
 (``spx.random.next_key()``, seeded by ``spx.manual_seed``, drawn by ``spx.nn.functional``), so
@@ -141,3 +143,27 @@ class AlphaDropout(_DropoutNd):
     """
 
     _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (mirrors ``nn.FeatureAlphaDropout``).
+
+    In training mode each ``(sample, channel)`` of an ``(N, C, *)`` input is dropped with
+    probability ``p`` (set to SELU's negative saturation value) and an affine correction keeps
+    zero mean and unit variance, as :class:`AlphaDropout` does per element.
+
+    Args:
+        p: channel drop probability in ``[0, 1]``.
+        inplace: accepted for torch compatibility.
+
+    Shapes:
+        ``(N, C, *)`` -> same (at least 2 dims).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from spx import nn
+        >>> nn.FeatureAlphaDropout(0.2)(jnp.ones((2, 3, 4, 4))).shape
+        spx.Size([2, 3, 4, 4])
+    """
+
+    _fn = staticmethod(F.feature_alpha_dropout)

@@ -1,4 +1,4 @@
-"""Instance normalization: ``InstanceNorm1d``, ``InstanceNorm2d``, ``InstanceNorm3d``.
+"""Instance normalization: ``InstanceNorm1d/2d/3d`` and their lazy forms.
 
 Each (sample, channel) plane is normalized over its own spatial dims. Parameters and buffers
 have torch's names, order and shapes (they share :class:`~spx.nn.modules.batchnorm._BatchNorm`'s
@@ -30,7 +30,7 @@ class _InstanceNorm(_BatchNorm):
 
     def __init__(
         self,
-        num_features: int,
+        num_features: int | None,
         eps: float = 1e-5,
         momentum: float | None = 0.1,
         affine: bool = False,
@@ -50,6 +50,7 @@ class _InstanceNorm(_BatchNorm):
             raise ValueError(
                 f"{name}: expected {nd + 1}D or {nd + 2}D input (got {input.ndim}D input)"
             )
+        self._materialize_from(input, -nd - 1)
         channels = input.shape[-nd - 1]
         if channels != self.num_features:
             if self.affine:
@@ -151,3 +152,75 @@ class InstanceNorm3d(_InstanceNorm):
     """
 
     _nd = 3
+
+
+class _LazyInstanceNorm(_InstanceNorm):
+    """torch's lazy instance-norm arguments. Note their defaults are ``affine=True`` and
+    ``track_running_stats=True`` (the eager InstanceNorms default both to False), as in torch.
+    """
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(None, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    """An :class:`InstanceNorm1d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyInstanceNorm1d``, including its defaults ``affine=True`` and
+    ``track_running_stats=True``. ``num_features`` is the channel dim ``C`` of the first input,
+    batched ``(N, C, L)`` or unbatched ``(C, L)`` (torch reads dim 1 of an unbatched input,
+    ``L``, and then rejects it). Lazy parameters and statistics behave as
+    :class:`~spx.nn.LazyBatchNorm1d`'s.
+
+    Shapes:
+        ``(N, C, L)`` or ``(C, L)`` -> same.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> norm = nn.LazyInstanceNorm1d()
+        >>> norm(spx.randn(2, 3, 5)).shape, norm.weight.shape
+        (spx.Size([2, 3, 5]), spx.Size([3]))
+    """
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    """An :class:`InstanceNorm2d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyInstanceNorm2d``; see :class:`LazyInstanceNorm1d`.
+
+    Shapes:
+        ``(N, C, H, W)`` or ``(C, H, W)`` -> same.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> nn.LazyInstanceNorm2d()(spx.randn(2, 3, 4, 4)).shape
+        spx.Size([2, 3, 4, 4])
+    """
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    """An :class:`InstanceNorm3d` whose ``num_features`` is inferred from the first input.
+
+    Mirrors ``torch.nn.LazyInstanceNorm3d``; see :class:`LazyInstanceNorm1d`.
+
+    Shapes:
+        ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> same.
+
+    Example:
+        >>> import spx
+        >>> from spx import nn
+        >>> nn.LazyInstanceNorm3d()(spx.randn(1, 2, 3, 3, 3)).shape
+        spx.Size([1, 2, 3, 3, 3])
+    """

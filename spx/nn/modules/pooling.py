@@ -69,14 +69,6 @@ def _check_bool(cls: str, name: str, value: Any) -> None:
         raise TypeError(f"{cls}: {name} must be True or False, got {value!r}")
 
 
-def _no_indices(cls: str, return_indices: Any) -> None:
-    if return_indices:
-        raise NotImplementedError(
-            f"{cls}: return_indices=True is not supported (spx has no max_unpool to consume "
-            "the indices); build it with return_indices=False"
-        )
-
-
 class _MaxPoolNd(Module):
     """Max pooling over the last ``_nd`` dims; subclasses set ``_nd`` and ``_fn``."""
 
@@ -101,7 +93,7 @@ class _MaxPoolNd(Module):
         dilation = _check_size(cls, "dilation", dilation, 1, nd=nd)
         _check_padding(cls, kernel_size, padding, dilation, nd=nd)
         _check_bool(cls, "ceil_mode", ceil_mode)
-        _no_indices(cls, return_indices)
+        _check_bool(cls, "return_indices", return_indices)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -109,7 +101,7 @@ class _MaxPoolNd(Module):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return type(self)._fn(
             input,
             self.kernel_size,
@@ -117,6 +109,7 @@ class _MaxPoolNd(Module):
             self.padding,
             self.dilation,
             ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
         )
 
     def extra_repr(self) -> str:
@@ -134,8 +127,7 @@ class MaxPool1d(_MaxPoolNd):
         stride: window stride; None (the default) means ``kernel_size``.
         padding: implicit ``-inf`` padding on both sides, at most half the kernel.
         dilation: spacing between window elements.
-        return_indices: not supported (spx has no ``max_unpool``); True raises
-            ``NotImplementedError``.
+        return_indices: also return each maximum's position (for :class:`MaxUnpool1d`).
         ceil_mode: round the output size up instead of down.
 
     Shapes:
@@ -161,8 +153,8 @@ class MaxPool2d(_MaxPoolNd):
         stride: window stride; None (the default) means ``kernel_size``.
         padding: implicit ``-inf`` padding on both sides, at most half the kernel.
         dilation: spacing between window elements.
-        return_indices: not supported (spx has no ``max_unpool``); True raises
-            ``NotImplementedError``.
+        return_indices: also return each maximum's flat position ``h * W + w`` in its
+            ``(n, c)`` plane (int32), for :class:`MaxUnpool2d`.
         ceil_mode: round the output size up instead of down.
 
     Shapes:
@@ -359,8 +351,11 @@ class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
         self, output_size: int | tuple[int | None, ...] | None, return_indices: bool = False
     ) -> None:
         super().__init__(output_size)
-        _no_indices(type(self).__name__, return_indices)
+        _check_bool(type(self).__name__, "return_indices", return_indices)
         self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return type(self)._fn(input, self.output_size, self.return_indices)
 
 
 class AdaptiveAvgPool1d(_AdaptivePoolNd):
@@ -434,7 +429,7 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
 
     Args:
         output_size: ``L_out``.
-        return_indices: not supported; True raises ``NotImplementedError``.
+        return_indices: also return each maximum's flat position in its plane (int32).
 
     Example:
         >>> import jax.numpy as jnp
@@ -452,7 +447,7 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
     Args:
         output_size: int or ``(H_out, W_out)``; a None entry keeps that input size.
-        return_indices: not supported; True raises ``NotImplementedError``.
+        return_indices: also return each maximum's flat position in its plane (int32).
 
     Example:
         >>> import jax.numpy as jnp

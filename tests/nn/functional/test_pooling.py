@@ -99,7 +99,5 @@ def test_pool_errors():
         F.max_pool2d(x, 2, padding=2)
     with pytest.raises(RuntimeError, match="too small"):
         F.max_pool2d(jnp.ones((1, 1, 2, 2)), 5)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.max_pool2d(x, 2, return_indices=True)
     with pytest.raises(RuntimeError, match=r"3-D .* or 4-D"):
         F.avg_pool2d(jnp.ones((5, 5)), 2)
