@@ -4,7 +4,8 @@
 top-level functions (``spx.zeros``, ``spx.cat``, ``spx.where``, ...), ``spx.manual_seed``,
 ``spx.device``, ``spx.save``/``spx.load``, dtypes and grad mode (``spx.no_grad``) live here;
 ``spx.nn``, ``spx.optim``, ``spx.data`` (also as ``spx.utils.data``), ``spx.autograd``,
-``spx.cuda``, ``spx.backends`` and ``spx.distributed`` mirror their torch namesakes.
+``spx.cuda``, ``spx.backends``, ``spx.special`` and ``spx.distributed`` mirror their torch
+namesakes.
 :func:`spx.compile` fuses a whole training step into one XLA program; :func:`spx.backward` and
 :func:`spx.value_and_grad` are functional forms over Modules.
 """
@@ -24,6 +25,7 @@ from spx import nn as nn
 from spx import optim as optim
 from spx import random as random
 from spx import serialization as serialization
+from spx import special as special
 from spx import testing as testing
 from spx import utils as utils
 from spx._tensor._dims import Size as Size

@@ -13,6 +13,13 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.complex_numbers` — ``complex``, ``polar``, ``view_as_complex``, ``view_as_real``
 * :mod:`.windows` — ``hann_window``, ``hamming_window``, ... (torch's signal windows)
 * :mod:`.types` — ``dtype``, ``get_default_dtype``, ``finfo``, ``promote_types``, ...
+* :mod:`.from_data` — ``asarray``, ``frombuffer``
+* :mod:`.integration` — ``trapezoid``, ``trapz``, ``cumulative_trapezoid``
+* :mod:`.histograms` — ``histogram``
+* :mod:`.scaling` — ``frexp``, ``renorm``
+* :mod:`.unravel` — ``unravel_index``; :mod:`.vandermonde` — ``vander``
+* :mod:`.predicates` — ``is_same_size``, ``is_signed``
+* :mod:`.deprecated` — ``range``, ``chain_matmul`` (with torch's deprecation warnings)
 
 Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`._args`).
 """
@@ -20,24 +27,40 @@ Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`.
 from spx.ops import comparison as comparison
 from spx.ops import complex_numbers as complex_numbers
 from spx.ops import creation as creation
+from spx.ops import deprecated as deprecated
+from spx.ops import from_data as from_data
+from spx.ops import histograms as histograms
 from spx.ops import indexing as indexing
+from spx.ops import integration as integration
 from spx.ops import linalg as linalg
 from spx.ops import math as math
+from spx.ops import predicates as predicates
 from spx.ops import reduction as reduction
 from spx.ops import sampling as sampling
+from spx.ops import scaling as scaling
 from spx.ops import shape as shape
 from spx.ops import types as types
+from spx.ops import unravel as unravel
+from spx.ops import vandermonde as vandermonde
 from spx.ops import windows as windows
 from spx.ops.comparison import *  # noqa: F403
 from spx.ops.complex_numbers import *  # noqa: F403
 from spx.ops.creation import *  # noqa: F403
+from spx.ops.deprecated import *  # noqa: F403
+from spx.ops.from_data import *  # noqa: F403
+from spx.ops.histograms import *  # noqa: F403
 from spx.ops.indexing import *  # noqa: F403
+from spx.ops.integration import *  # noqa: F403
 from spx.ops.linalg import *  # noqa: F403
 from spx.ops.math import *  # noqa: F403
+from spx.ops.predicates import *  # noqa: F403
 from spx.ops.reduction import *  # noqa: F403
 from spx.ops.sampling import *  # noqa: F403
+from spx.ops.scaling import *  # noqa: F403
 from spx.ops.shape import *  # noqa: F403
 from spx.ops.types import *  # noqa: F403
+from spx.ops.unravel import *  # noqa: F403
+from spx.ops.vandermonde import *  # noqa: F403
 from spx.ops.windows import *  # noqa: F403
 
 __all__ = [
@@ -52,4 +75,12 @@ __all__ = [
     *shape.__all__,
     *types.__all__,
     *windows.__all__,
+    *deprecated.__all__,
+    *from_data.__all__,
+    *histograms.__all__,
+    *integration.__all__,
+    *predicates.__all__,
+    *scaling.__all__,
+    *unravel.__all__,
+    *vandermonde.__all__,
 ]

@@ -16,6 +16,7 @@ UNIT = (data(X, 2, "pos") - 1.0).astype(np.float32)
 
 # name -> (args builder over m, input); default: no args on a float input.
 _ARGS = {
+    "renorm": lambda m: (2, 0, 1.0),
     "add": lambda m: (m.ones(4),), "sub": lambda m: (0.5,), "subtract": lambda m: (m.ones(3, 1),),
     "mul": lambda m: (2.5,), "multiply": lambda m: (m.full((4,), 3.0),),
     "div": lambda m: (4.0,), "divide": lambda m: (m.full((4,), 2.0),),

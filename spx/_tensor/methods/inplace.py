@@ -270,7 +270,7 @@ _FROM_OUT_OF_PLACE = (
     "index_fill", "cumsum", "cumprod", "sinc", "i0", "arccosh", "arcsinh", "arctanh", "less",
     "less_equal", "greater", "greater_equal", "not_equal", "bitwise_left_shift",
     "bitwise_right_shift", "heaviside", "gcd", "lcm", "ldexp", "square", "igamma", "igammac",
-    "nextafter", "polygamma", "mvlgamma", "addmv", "addr", "addbmm",
+    "nextafter", "polygamma", "mvlgamma", "addmv", "addr", "addbmm", "renorm",
 )  # fmt: skip
 
 

@@ -241,6 +241,15 @@ def _corrcoef(x: Any) -> Any:
     return jnp.corrcoef(x, rowvar=True).astype(x.dtype)
 
 
+def _renorm(x: Any, p: float, axis: int, maxnorm: float) -> Any:
+    """Each slice ``x.select(axis, i)`` whose ``p``-norm exceeds ``maxnorm`` scaled to norm
+    ``maxnorm`` (torch divides by ``norm + 1e-7``); the norm's gradient is torch's."""
+    others = tuple(a for a in range(x.ndim) if a != axis)
+    norm = _real_norm(x, p, others, True)
+    factor = jnp.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).astype(x.dtype)
+    return x * factor
+
+
 def _axes(dim: Any, ndim: int, empty_is_all: bool = True) -> tuple | None:
     if dim is None or (empty_is_all and isinstance(dim, list | tuple) and not dim):
         return None  # torch's sum/mean/std/... reduce every dimension for dim=[] (any/all none)
@@ -354,6 +363,19 @@ class ReductionMethods(OrderingMethods):
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Any:
         return apply(_logsumexp, (_axes(dim, self.ndim), keepdim), (self,))
+
+    def renorm(self, p: float, dim: int, maxnorm: float) -> Any:
+        """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm
+        (mirrors ``torch.Tensor.renorm``)."""
+        if not jnp.issubdtype(self.dtype, jnp.floating):
+            raise RuntimeError(f"renorm: expected a floating point tensor, got {self.dtype}")
+        if not p > 0:
+            raise RuntimeError(f"renorm: non-positive-norm not supported (got p={p})")
+        if maxnorm < 0:
+            raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        if self.ndim < 1:
+            raise RuntimeError("renorm: input needs at least 1 dimension, got a 0-d tensor")
+        return apply(_renorm, (float(p), _dims.dim(dim, self.ndim), float(maxnorm)), (self,))
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype=None) -> Any:
         x = self if dtype is None else self.to(dtype)
