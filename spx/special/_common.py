@@ -26,8 +26,8 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import first_operand, operand, tensor_arg
 
 __all__ = [
-    "as_float", "binary", "constant", "float_pair", "floating", "half_back", "no_derivative",
-    "unary",
+    "as_float", "binary", "constant", "float_pair", "floating", "floating_pair", "half_back",
+    "no_derivative", "unary",
 ]  # fmt: skip
 
 _NOT_IMPLEMENTED = (
@@ -70,6 +70,22 @@ def float_pair(x: Any, y: Any) -> tuple[Any, Any]:
     if not jnp.issubdtype(dtype, jnp.floating) or dtype in (jnp.float16, jnp.bfloat16):
         dtype = jnp.float32
     return jnp.asarray(x, dtype), jnp.asarray(y, dtype)
+
+
+def floating_pair(core: Any) -> Any:
+    """``core`` (a function of two arrays of one float32/float64 dtype) applied as torch applies
+    a binary float function: operands promoted by :func:`float_pair`, float16/bfloat16 computed
+    in float32 and cast back (``xlogy`` of two float16 tensors is float16, as torch's)."""
+
+    def fn(x: Any, y: Any) -> Any:
+        x, y = _zero_dim(x, y)
+        dtype = jnp.result_type(x, y)
+        x, y = float_pair(x, y)
+        out = core(x, y)
+        return out.astype(dtype) if dtype in (jnp.float16, jnp.bfloat16) else out
+
+    fn.__name__ = fn.__qualname__ = getattr(core, "__name__", "special")
+    return fn
 
 
 def unary(fn: Any, static: tuple, input: Any, name: str) -> Tensor:

@@ -28,7 +28,7 @@ from spx._tensor.tensor import Tensor
 from spx.ops import math as _math
 from spx.ops import reduction as _reduction
 from spx.ops._args import tensor_arg
-from spx.special._common import as_float, binary, float_pair, floating, half_back, unary
+from spx.special._common import as_float, binary, floating, floating_pair, half_back, unary
 
 __all__ = [
     "entr", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "round",
@@ -38,11 +38,16 @@ __all__ = [
 
 def _logit_value(x: Any, eps: float | None) -> Any:
     if eps is not None:
-        x = jnp.clip(x, eps, 1 - eps)
+        # torch's clamp, x < lo ? lo : (x > hi ? hi : x): for eps > 1/2 (lo > hi) it gives lo
+        # below lo and hi elsewhere, where jnp.clip gives hi everywhere.
+        x = jnp.where(x < eps, eps, jnp.where(x > 1 - eps, 1 - eps, x)).astype(x.dtype)
     return jnp.log(x / (1 - x))
 
 
 def _logit_jvp(eps: float | None, primals: tuple, tangents: tuple) -> tuple:
+    # torch's: 1 / (x (1 - x)) (+-inf at 0 and 1), NaN outside [0, 1] without eps, 0 outside
+    # [eps, 1 - eps] with it. At NaN with eps, torch's CPU kernel gives NaN or 0 depending on
+    # where the element falls in its SIMD loop (its CUDA kernel: NaN); spx gives NaN.
     (x,), (t,) = primals, tangents
     slope = 1 / (x * (1 - x))
     if eps is None:
@@ -57,6 +62,8 @@ _logit_diff.defjvp(_logit_jvp)
 
 
 def _logit(x: Any, eps: float | None) -> Any:
+    # A negative eps is torch's "no eps" (its default is -1): no clamp, NaN slope outside [0, 1].
+    eps = None if eps is None or eps < 0 else eps
     return half_back(_logit_diff(as_float(x), eps), x)
 
 
@@ -77,14 +84,15 @@ def _sinc_jvp(primals: tuple, tangents: tuple) -> tuple:
 
 
 def _x_log_jvp(value: Any, log: Any, shift: int, primals: tuple, tangents: tuple) -> tuple:
-    # d/dx = xlogy(x != 0, y): log(y) where x != 0, else 0 (NaN if y is) -- JAX's is log(y)
-    # everywhere, -inf or NaN at x = 0.
+    # torch's d/dx is log(y + shift), masked to 0 where x == 0 and y + shift <= 0 (JAX's is
+    # log(y + shift) everywhere: -inf or NaN at x = 0). Where x == 0 and y + shift > 0 it is
+    # log(y + shift) as elsewhere (log 2 at (0, 2), inf at (0, inf)); NaN where y is.
     (x, y), (tx, ty) = primals, tangents
     out = value(x, y)
     tangent = jnp.zeros_like(out)
     if not isinstance(tx, SymbolicZero):
-        at_zero = jnp.where(jnp.isnan(y), jnp.nan, 0).astype(out.dtype)
-        tangent = tangent + jnp.where(x != 0, log(y), at_zero) * tx
+        masked = (x == 0) & (y <= -shift)
+        tangent = tangent + jnp.where(masked, 0, log(y)).astype(out.dtype) * tx
     if not isinstance(ty, SymbolicZero):
         tangent = tangent + x / (y + shift) * ty
     return out, tangent
@@ -110,12 +118,8 @@ _xlog1py_value.defjvp(
 )
 
 
-def _xlogy(x: Any, y: Any) -> Any:
-    return _xlogy_value(*float_pair(x, y))
-
-
-def _xlog1py(x: Any, y: Any) -> Any:
-    return _xlog1py_value(*float_pair(x, y))
+_xlogy = floating_pair(_xlogy_value)
+_xlog1py = floating_pair(_xlog1py_value)
 
 
 _expit = floating(jax.nn.sigmoid)

@@ -4,9 +4,11 @@
 Values follow torch at the poles (``digamma(0) = -inf``, ``polygamma(2, 0) = -inf``,
 ``gammainc(inf, x) = 0``), where JAX's functions give NaN. ``polygamma(1, x)`` is computed by
 torch's series (reflection below 1/2, six recurrence steps, an asymptotic tail), so it agrees
-with torch near the poles too. Derivatives are torch's: ``polygamma(n + 1, x)`` for
-``polygamma(n, x)``, ``-x * zeta(x + 1, q)`` for ``zeta`` in ``q``; ``zeta`` in ``x`` and
-``gammainc``/``gammaincc`` in ``input`` have none in torch, and ``backward()`` raises there.
+with torch near the poles too; ``polygamma(n >= 2, x)`` at negative non-integer ``x`` comes
+from the reflection formula (XLA's Hurwitz zeta is wrong at negative ``q``). Derivatives are
+torch's: ``polygamma(n + 1, x)`` for ``polygamma(n, x)``, ``-x * zeta(x + 1, q)`` for ``zeta``
+in ``q``; ``zeta`` in ``x`` and ``gammainc``/``gammaincc`` in ``input`` have none in torch, and
+``backward()`` raises there.
 
 Example:
     >>> import spx
@@ -23,7 +25,6 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
-from spx._tensor.methods.math import _digamma_float, _lgamma_float
 from spx._tensor.tensor import Tensor
 from spx._validate import as_int
 from spx.special._common import (
@@ -31,6 +32,7 @@ from spx.special._common import (
     binary,
     float_pair,
     floating,
+    floating_pair,
     half_back,
     no_derivative,
     unary,
@@ -65,24 +67,73 @@ def _trigamma(x: Any) -> Any:
     return jnp.where(reflect, -(result + tail), result + tail)
 
 
-def _polygamma_value(x: Any, n: int) -> Any:
-    if n == 0:
-        return _digamma_float(x)
-    if n == 1:
-        return _trigamma(x)
+def _cot_derivative(n: int) -> list[float]:
+    """Coefficients (constant first) of the polynomial ``P`` with ``cot^(n)(t) = P(cot t)``:
+    ``P_0(c) = c``, ``P_(k+1)(c) = -(1 + c^2) P_k'(c)``."""
+    p = [0.0, 1.0]
+    for _ in range(n):
+        slope = [i * a for i, a in enumerate(p)][1:]
+        p = [0.0] * (len(slope) + 2)
+        for i, a in enumerate(slope):
+            p[i] -= a
+            p[i + 2] -= a
+    return p
+
+
+def _polygamma_series(x: Any, n: int) -> Any:
     sign = 1.0 if n % 2 else -1.0
     return sign * math.exp(math.lgamma(n + 1.0)) * _hurwitz(jnp.asarray(n + 1, x.dtype), x)
 
 
+def _polygamma_reflected(x: Any, n: int) -> Any:
+    """``polygamma(n, x)`` for negative non-integer ``x`` by the reflection formula
+    ``psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) cot^(n)(pi x)``. XLA's Hurwitz zeta is
+    wrong at negative ``q`` (``zeta(3, -9.5)`` comes out -7e13; torch: 0.005); torch sums
+    Cephes's series there, which this agrees with to rounding."""
+    r = x - jnp.round(x)  # exact, in [-1/2, 1/2]; cot has period pi
+    # cos(pi r) as sin(pi (1/2 - |r|)): exactly 0 at the half-integers (cos(pi / 2) is not).
+    cot = jnp.sin(jnp.pi * (0.5 - jnp.abs(r))) / jnp.sin(jnp.pi * r)
+    poly = jnp.zeros_like(x)
+    for a in reversed(_cot_derivative(n)):
+        poly = poly * cot + a
+    sign = -1.0 if n % 2 else 1.0
+    safe = jnp.where(x < 0, 1 - x, 1)
+    return sign * _polygamma_series(safe, n) - math.pi ** (n + 1) * poly
+
+
+def _polygamma_value(x: Any, n: int) -> Any:
+    if n == 0:
+        return _digamma_value(x)
+    if n == 1:
+        return _trigamma(x)
+    reflect = (x < 0) & (x != jnp.floor(x)) & jnp.isfinite(x)
+    safe = jnp.where(reflect, x, -0.5)
+    out = jnp.where(reflect, _polygamma_reflected(safe, n), _polygamma_series(x, n))
+    return out.astype(x.dtype)
+
+
 @jax.custom_jvp
 def _digamma_value(x: Any) -> Any:
-    return _digamma_float(x)
+    # torch: the one-sided limits at the pole 0, -inf at +0 and +inf at -0 (JAX gives NaN).
+    return jnp.where(x == 0, -jnp.copysign(jnp.inf, x).astype(x.dtype), jsp.digamma(x))
 
 
 @_digamma_value.defjvp
 def _digamma_jvp(primals: tuple, tangents: tuple) -> tuple:
     (x,), (t,) = primals, tangents
     return _digamma_value(x), _trigamma(x) * t
+
+
+@jax.custom_jvp
+def _lgamma_value(x: Any) -> Any:
+    return jsp.gammaln(x)
+
+
+@_lgamma_value.defjvp
+def _lgamma_jvp(primals: tuple, tangents: tuple) -> tuple:
+    # d lgamma = digamma, with torch's values at the pole 0 (-inf at +0; JAX gives NaN).
+    (x,), (t,) = primals, tangents
+    return _lgamma_value(x), _digamma_value(x) * t
 
 
 def _polygamma_diff_jvp(n: int, primals: tuple, tangents: tuple) -> tuple:
@@ -100,7 +151,7 @@ def _polygamma(x: Any, n: int) -> Any:
 
 def _multigammaln(x: Any, p: int) -> Any:
     v = as_float(x)
-    terms = [_lgamma_float(v - j / 2) for j in range(p)]
+    terms = [_lgamma_value(v - j / 2) for j in range(p)]
     return half_back(sum(terms[1:], terms[0]) + p * (p - 1) / 4 * math.log(math.pi), x)
 
 
@@ -150,15 +201,19 @@ _igamma_diff = jax.custom_jvp(_igamma_value, nondiff_argnums=(2,))
 _igamma_diff.defjvp(_igamma_jvp, symbolic_zeros=True)
 
 
-def _gammainc(a: Any, x: Any) -> Any:
-    return _igamma_diff(*float_pair(a, x), False)
+def _lower_igamma(a: Any, x: Any) -> Any:
+    return _igamma_diff(a, x, False)
 
 
-def _gammaincc(a: Any, x: Any) -> Any:
-    return _igamma_diff(*float_pair(a, x), True)
+def _upper_igamma(a: Any, x: Any) -> Any:
+    return _igamma_diff(a, x, True)
 
 
-_gammaln = floating(_lgamma_float)
+_gammainc = floating_pair(_lower_igamma)
+_gammaincc = floating_pair(_upper_igamma)
+
+
+_gammaln = floating(_lgamma_value)
 _digamma = floating(_digamma_value)
 
 

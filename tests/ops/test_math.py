@@ -6,6 +6,7 @@ import pytest
 
 import spx
 from spx.ops import math as ops_math
+from tests.special._compare import DTYPES, EDGES, compare
 from tests.tensor._parity import check, check_grad, check_raises, data
 
 torch = pytest.importorskip("torch")
@@ -178,3 +179,99 @@ def test_special_functions():
     check(lambda m, a, b: m.igammac(a, b), POS, POS[::-1].copy(), rtol=1e-4)
     check(lambda m, a, b: m.nextafter(a, b), X, X)
     check_grad(lambda m, a: m.polygamma(1, a), POS, rtol=1e-3)
+
+
+# -- edge values: values, dtypes and gradients against torch -----------------------------------
+# Each of these shares its kernel with its spx.special twin; these pin the top-level names (and
+# the Tensor methods behind them) to torch at zeros, poles, infinities and NaN.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "name",
+    ["i0", "sinc", "digamma", "lgamma", "erf", "erfc", "erfinv", "expm1", "log1p", "exp2",
+     "sigmoid"],
+)  # fmt: skip
+def test_unary_function_matches_torch_at_edge_values(name, dtype):
+    x = np.concatenate([EDGES, [1e-20, -1e-20, 0.5, -0.5, 0.999, -0.999, -1.5]])
+    compare(lambda m, t: getattr(m, name)(t), [x], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_i0_gradient_is_i1(dtype):
+    # i0'(0) = i1(0) = 0 (JAX's own derivative gave NaN where i0 overflows: torch gives +-inf).
+    x = np.array([0.0, -0.0, 1e-6, 1.0, -3.0, 100.0, 1e4, -1e4, np.inf, np.nan])
+    compare(lambda m, t: m.i0(t), [x], dtype)
+    compare(lambda m, t: t.i0(), [x], dtype)
+
+
+# Negative integers (torch: finite for n = 0's derivative and n = 1, -inf or NaN above), the
+# half-integers and values between the poles (XLA's Hurwitz zeta is wrong below about -9),
+# signed zeros, infinities, NaN, tiny and large values.
+POLYGAMMA_X = np.array([
+    -1.0, -2.0, -3.0, -10.0, -1e4, -0.5, -1.5, -2.5, -9.5, -10.03, -10.7, -23.9976, -0.001,
+    0.0, -0.0, 1e-3, 0.5, 1.0, 2.5, 30.0, 1e4, np.inf, -np.inf, np.nan,
+])  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
+def test_polygamma_matches_torch_at_poles_infinities_and_negative_values(n, dtype):
+    compare(lambda m, t: m.polygamma(n, t), [POLYGAMMA_X], dtype)
+    compare(lambda m, t: t.polygamma(n), [POLYGAMMA_X], dtype)
+
+
+def test_polygamma_refuses_a_negative_order_as_torch():
+    with pytest.raises(RuntimeError):
+        torch.polygamma(-1, torch.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="negative n"):
+        spx.polygamma(-1, spx.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="negative n"):
+        spx.tensor([1.0]).polygamma(-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("eps", [None, 0.0, 0.2, 1e-8, -0.1, 0.5, 0.7])
+def test_logit_matches_torch_in_and_out_of_the_unit_interval(eps, dtype):
+    # Gradient: NaN outside [0, 1] without eps (or with a negative one), 0 outside
+    # [eps, 1 - eps] with it, +-inf at 0 and 1.
+    x = np.array([0.0, 1e-30, 1e-6, 0.2, 0.3, 0.5, 0.8, 0.999, 1.0, -0.1, -2.0, 1.1, 3.0, np.inf])
+    compare(lambda m, t: m.logit(t, eps), [x], dtype)
+    compare(lambda m, t: t.logit(eps), [x], dtype)
+    compare(lambda m, t: m.logit(t, eps=eps), [np.array([np.nan, 0.4])], dtype)
+
+
+# Every pairing of x in {0, -0, 1, -1, 2, nan, inf} with y in {0, -0, -1, 1, 2, inf, -inf, nan}:
+# torch's d/dx is log(y), masked to 0 where x == 0 and y <= 0.
+_XS, _YS = [0.0, -0.0, 1.0, -1.0, 2.0, np.nan, np.inf], [0.0, -0.0, -1.0, 1.0, 2.0, np.inf,
+                                                         -np.inf, np.nan]  # fmt: skip
+XLOGY_X = np.repeat(_XS, len(_YS))
+XLOGY_Y = np.tile(_YS, len(_XS))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_xlogy_matches_torch_at_zero_x_and_every_y(dtype):
+    compare(lambda m, a, b: m.xlogy(a, b), [XLOGY_X, XLOGY_Y], dtype)
+    compare(lambda m, a, b: a.xlogy(b), [XLOGY_X, XLOGY_Y], dtype)
+    compare(lambda m, a, b: m.xlogy(a, b), [XLOGY_X, XLOGY_Y], dtype, grad=(True, False))
+    compare(lambda m, a, b: m.xlogy(a, b), [XLOGY_X, XLOGY_Y], dtype, grad=(False, True))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_xlogy_with_a_number_and_with_broadcasting(dtype):
+    x = np.array([0.0, 0.0, 1.0, 2.0])
+    y = np.array([[0.0], [2.0], [-1.0]])
+    compare(lambda m, a, b: m.xlogy(a, b), [x, y], dtype)  # (4,) with (3, 1)
+    for number in (0.0, 2.0, -1.0):
+        compare(lambda m, a, n=number: m.xlogy(a, n), [x], dtype)
+        compare(lambda m, b, n=number: m.xlogy(n, b), [y], dtype)
+
+
+def test_xlogy_dtypes_and_in_place_match_torch():
+    for dtype in ("float16", "bfloat16"):
+        a = spx.tensor([0.0, 1.0, 2.0], dtype=getattr(spx, dtype))
+        assert spx.xlogy(a, a).dtype == getattr(spx, dtype)
+        assert spx.xlogy(a, 2.0).dtype == getattr(spx, dtype)
+    assert spx.xlogy(spx.tensor([0, 2]), spx.tensor([0, 3])).dtype == spx.float32
+    x = np.array([0.0, 0.0, 1.0, 2.0], np.float32)
+    y = np.array([0.0, 2.0, 0.0, 3.0], np.float32)
+    check(lambda m, a, b: a.clone().xlogy_(b), x, y)
+    check_grad(lambda m, a, b: (a * 1).xlogy_(b), x, np.array([0.5, 2.0, 1.0, 3.0], np.float32))

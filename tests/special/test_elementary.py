@@ -20,17 +20,28 @@ def test_unary_values_and_gradients_match_torch(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("eps", [None, 1e-6, 0.2])
+@pytest.mark.parametrize("eps", [None, 1e-6, 0.2, 0.7, -0.1])
 def test_logit_matches_torch_in_and_out_of_the_unit_interval(eps, dtype):
+    # eps > 1/2 clamps below lo to lo and elsewhere to hi; a negative eps means none.
     compare(lambda m, t: m.special.logit(t, eps), [PROBABILITIES], dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
 def test_xlogy_family_matches_torch_at_zero_x_and_every_y(name, dtype):
-    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 2.0, -1.0, 3.0, 2.0, np.nan, 0.5])
-    y = np.array([0.0, -1.0, -2.0, np.nan, -1.0, -0.5, 2.0, np.inf, 0.0, 1.0, 3.0])
+    # At x = 0 torch's d/dx is 0 only where y <= 0 (y <= -1 for xlog1py); log(y) above.
+    x = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, -1.0, 3.0, 2.0, np.nan, 0.5])
+    y = np.array([0.0, -1.0, -2.0, np.nan, 2.0, np.inf, -0.5, -1.0, -0.5, 2.0, np.inf, 0.0, 1.0,
+                  3.0])  # fmt: skip
     compare(lambda m, a, b: getattr(m.special, name)(a, b), [x, y], dtype)
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
+def test_xlogy_family_keeps_half_dtypes(name):
+    for dtype in ("float16", "bfloat16"):
+        a = getattr(spx.special, name)(spx.ones(2, dtype=getattr(spx, dtype)), 2.0)
+        b = getattr(torch.special, name)(torch.ones(2, dtype=getattr(torch, dtype)), 2.0)
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1] == dtype
 
 
 @pytest.mark.parametrize("decimals", [0, 1, -1])

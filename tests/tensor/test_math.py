@@ -487,3 +487,29 @@ def test_atan2_gradient_at_the_origin_is_zero_not_nan():
     check_grad(lambda m, a, b: m.atan2(a, b), y, x)
     check_grad(lambda m, a, b: a.atan2(b), y, np.array(0.0, np.float32))  # broadcast
     check(lambda m, a, b: m.atan2(a, b), np.array([1, 0], np.int64), np.array([0, 0], np.int64))
+
+
+# -- methods that share their kernels with spx.special: torch's values and gradients -----------
+def test_i0_polygamma_logit_methods_and_their_in_place_forms_match_torch():
+    x = np.array([0.0, -0.0, 1e-6, 0.5, -1.0, -2.5, 3.0], np.float32)
+    p = np.array([0.0, 0.3, 1.0, -0.5, 1.5, 0.9], np.float32)
+    check(lambda m, a: a.i0(), x)
+    check_grad(lambda m, a: a.i0(), x)  # i0'(0) = i1(0) = 0
+    check(lambda m, a: (a * 1).i0_(), x)
+    check_grad(lambda m, a: (a * 1).i0_(), x)
+    for n in range(5):
+        check(lambda m, a: a.polygamma(n), x, rtol=2e-5)  # noqa: B023
+        check_grad(lambda m, a: (a * 1).polygamma_(n), x, rtol=2e-5)  # noqa: B023
+    check(lambda m, a: a.logit(), p)
+    check_grad(lambda m, a: a.logit(), p)  # NaN outside [0, 1], inf at 0 and 1
+    check_grad(lambda m, a: (a * 1).logit_(0.2), p)  # 0 outside [0.2, 0.8]
+
+
+def test_xlogy_method_gradient_at_zero_x_is_torchs():
+    # d/dx = log(y), but 0 where x == 0 and y <= 0 (JAX's: -inf or NaN there).
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 2.0], np.float32)
+    y = np.array([0.0, -1.0, 2.0, np.inf, 0.5, 3.0], np.float32)
+    check(lambda m, a, b: a.xlogy(b), x, y)
+    check_grad(lambda m, a, b: a.xlogy(b), x, y)
+    check_grad(lambda m, a, b: (a * 1).xlogy_(b), x, y)
+    check_grad(lambda m, a: a.xlogy(0.0), x)

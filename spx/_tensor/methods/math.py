@@ -8,6 +8,7 @@ unless ``jax_enable_x64`` is on (torch: 64-bit).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import jax
@@ -182,12 +183,6 @@ def _round_decimals(x: Any, decimals: int) -> Any:
     return jnp.round(x, decimals)
 
 
-def _logit(x: Any, eps: float | None) -> Any:
-    if eps is not None:
-        x = jnp.clip(x, eps, 1 - eps)
-    return jnp.log(x / (1 - x))
-
-
 # torch's clamp passes the gradient to x on the closed interval [min, max] (a max/min pair
 # would halve it at the bounds), and gives max everywhere when min > max.
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
@@ -258,10 +253,6 @@ def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
     if dtype is not None:
         x = x.astype(dtype)
     return jax.nn.log_softmax(x, axis=axis)
-
-
-def _xlogy(x: Any, y: Any) -> Any:
-    return jsp.xlogy(x, y)
 
 
 def _pow(x: Any, y: Any) -> Any:
@@ -343,14 +334,29 @@ def _bitwise_not(x: Any) -> Any:
     return jnp.logical_not(x) if x.dtype == jnp.bool_ else jnp.bitwise_not(x)
 
 
-def _polygamma(x: Any, n: int) -> Any:
-    if n == 0:
-        return _digamma(x)  # torch's values at the pole, as digamma's
-    return jsp.polygamma(n, _float(x))
-
-
 def _mvlgamma(x: Any, p: int) -> Any:
     return jsp.multigammaln(_float(x), p)
+
+
+def _special(module: str, name: str) -> Any:
+    """The kernel ``name`` of ``spx.special.<module>``, which a method shares with its
+    ``spx.special`` twin (one implementation of torch's values and derivatives at the edges).
+    spx.special builds on Tensor, so it is looked up when the kernel first runs, not here."""
+
+    def kernel(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"spx.special.{module}"), name)(*args)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
+# Each promotes as torch does (ints to float32, float16/bfloat16 computed in float32 and cast
+# back); _xlogy applies the 0-d rule too.
+_i0 = _special("modified_bessel", "_i0")
+_sinc = _special("elementary", "_sinc")
+_xlogy = _special("elementary", "_xlogy")
+_lgamma = _special("gamma", "_gammaln")
+_digamma = _special("gamma", "_digamma")
 
 
 def _isposinf(x: Any) -> Any:
@@ -374,40 +380,6 @@ def _abs_jvp(primals: tuple, tangents: tuple) -> tuple:
 
 def _isneginf(x: Any) -> Any:
     return jnp.isneginf(x)
-
-
-@jax.custom_jvp
-def _digamma_float(x: Any) -> Any:
-    # torch: the one-sided limits at the pole 0, -inf at +0 and +inf at -0 (JAX gives NaN).
-    return jnp.where(x == 0, -jnp.copysign(jnp.inf, x).astype(x.dtype), jsp.digamma(x))
-
-
-@_digamma_float.defjvp
-def _digamma_jvp(primals: tuple, tangents: tuple) -> tuple:
-    (x,), (t,) = primals, tangents
-    # trigamma vanishes at +inf as torch's gives (JAX's series gives NaN there).
-    slope = jnp.where(x == jnp.inf, 0, jsp.polygamma(1, x)).astype(x.dtype)
-    return _digamma_float(x), slope * t
-
-
-def _digamma(x: Any) -> Any:
-    return _digamma_float(_float(x))
-
-
-@jax.custom_jvp
-def _lgamma_float(x: Any) -> Any:
-    return jsp.gammaln(x)
-
-
-@_lgamma_float.defjvp
-def _lgamma_jvp(primals: tuple, tangents: tuple) -> tuple:
-    # d lgamma = digamma, with torch's values at the pole 0 (-inf at +0; JAX gives NaN).
-    (x,), (t,) = primals, tangents
-    return _lgamma_float(x), _digamma_float(x) * t
-
-
-def _lgamma(x: Any) -> Any:
-    return _lgamma_float(_float(x))
 
 
 def _angle(x: Any) -> Any:
@@ -455,10 +427,10 @@ _UNARY = {
     "floor": jnp.floor, "ceil": jnp.ceil, "trunc": jnp.trunc, "fix": jnp.trunc, "frac": _frac,
     "sign": _sign, "sgn": _sign, "reciprocal": jnp.reciprocal, "square": jnp.square,
     "erf": jsp.erf, "erfc": jsp.erfc, "erfinv": jsp.erfinv, "lgamma": _lgamma,
-    "digamma": _digamma, "sinc": jnp.sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
+    "digamma": _digamma, "sinc": _sinc, "deg2rad": jnp.deg2rad, "rad2deg": jnp.rad2deg,
     "logical_not": jnp.logical_not, "bitwise_not": _bitwise_not, "isnan": jnp.isnan,
     "isinf": jnp.isinf, "isfinite": jnp.isfinite, "isposinf": _isposinf, "isneginf": _isneginf,
-    "signbit": jnp.signbit, "conj": jnp.conj, "angle": _angle, "i0": jnp.i0,
+    "signbit": jnp.signbit, "conj": jnp.conj, "angle": _angle, "i0": _i0,
 }  # fmt: skip
 
 _BINARY = {
@@ -478,7 +450,8 @@ _BINARY = {
     "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
 }  # fmt: skip
 
-_PLAIN = {_mul, _maximum, _minimum, _pow}  # these apply the 0-d rule themselves
+# These apply the 0-d rule themselves.
+_PLAIN = {_mul, _maximum, _minimum, _pow, _xlogy}
 _WRAPPED: dict[Any, Any] = {}
 
 
@@ -553,7 +526,11 @@ class MathMethods(LinalgMethods):
         return apply(jnp.round, (), (self,))
 
     def logit(self, eps: float | None = None) -> Any:
-        return apply(_logit, (eps,), (self,))
+        """``log(p / (1 - p))``, ``p`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given
+        (mirrors ``torch.Tensor.logit``; :func:`spx.special.logit`)."""
+        from spx.special import logit  # builds on Tensor: imported when called
+
+        return logit(self, eps)
 
     def clamp(self, min: Any = None, max: Any = None) -> Any:
         """Limit values to ``[min, max]`` (either may be None, a number or a tensor)."""
@@ -610,8 +587,11 @@ class MathMethods(LinalgMethods):
         return apply(_isreal, (), (self,))
 
     def polygamma(self, n: int) -> Any:
-        """The ``n``-th derivative of the digamma function (mirrors ``torch.polygamma``)."""
-        return apply(_polygamma, (int(n),), (self,))
+        """The ``n``-th derivative of the digamma function (mirrors ``torch.Tensor.polygamma``;
+        :func:`spx.special.polygamma`)."""
+        from spx.special import polygamma  # builds on Tensor: imported when called
+
+        return polygamma(n, self)
 
     def mvlgamma(self, p: int) -> Any:
         """The multivariate log-gamma function of dimension ``p``."""
