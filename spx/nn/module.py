@@ -62,13 +62,7 @@ class Module:
         >>> import spx, jax.numpy as jnp
         >>> from spx import nn
         >>> class MLP(nn.Module):
-        ...     def __new__(cls, *args: Any, **kwargs: Any) -> Module:
-        # (Here, not in __init__: copy.deepcopy and pickle create objects through __new__.)
-        obj = super().__new__(cls)
-        _LIVE.add(obj)
-        return obj
-
-    def __init__(self):
+        ...     def __init__(self):
         ...         super().__init__()
         ...         self.fc1 = nn.Linear(4, 8)
         ...         self.fc2 = nn.Linear(8, 2)
