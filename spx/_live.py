@@ -3,7 +3,9 @@
 ``spx.compile`` checks, after tracing a step, that no Module or Optimizer it did not bind was
 changed or read as a constant (:mod:`spx.compile.unbound`). It must look only at the objects of
 its own thread: with thread ranks (``spx-run --threads``) another rank's trace legitimately
-holds placeholders in that rank's model at the same time.
+holds placeholders in that rank's model at the same time. (Other threads' objects are still
+checked for being read as constants: a model built on the main thread and used by a step
+compiled on a worker thread.)
 """
 
 from __future__ import annotations
@@ -40,3 +42,8 @@ class Registry:
         """The live objects the calling thread registered (a snapshot)."""
         live = self._by_thread.get(threading.get_ident())
         return [] if live is None else list(live)
+
+    def others(self) -> list[Any]:
+        """The live objects other threads registered (a snapshot)."""
+        me = threading.get_ident()
+        return [obj for t, live in list(self._by_thread.items()) if t != me for obj in list(live)]

@@ -56,42 +56,58 @@ class Captured:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self._fn = fn
         # What the last full scan found: per object (kind, where, key); kind 0 a closure cell,
-        # 1 the entry ``key`` of a globals dict ``where``, 2 fixed (a bound self, a partial's
-        # argument).
+        # 1 the entry ``key`` of a dict ``where`` (globals, an object's or a class's
+        # ``__dict__``, a dict the step indexes), 2 fixed (a bound self, a partial's argument).
         self._slots: tuple[tuple[int, Any, Any], ...] = ()
         self.objects: tuple[Any, ...] = ()
+        # The plain objects the scan looked inside (``trainer`` of ``trainer.model``), with the
+        # slot each was read from: replacing one (``t.state = fold2``) must make a new scan,
+        # though the old one still holds its old model.
+        self._guards: tuple[tuple[tuple[int, Any, Any], Any], ...] = ()
 
     def scan(self) -> tuple[Any, ...]:
         """Read every name ``fn`` uses, following the plain functions it calls (helpers of the
         user's own: ``def target_value(x): return target(x)``) and the attributes and dict
-        entries it names on plain objects (``self.model``, ``trainer.opt``, ``nets["actor"]``);
-        keep (and return) the stateful objects and LR schedulers among them."""
+        entries it names on plain objects (``self.model``, ``trainer.opt``, ``nets["actor"]``,
+        through methods and properties of those objects too); keep (and return) the stateful
+        objects and LR schedulers among them."""
         slots: list[tuple[int, Any, Any]] = []
         objects: list[Any] = []
-        seen: set[int] = set()
+        guards: list[tuple[tuple[int, Any, Any], Any]] = []
+        seen: set[tuple[int, int]] = set()
         opened: set[tuple[int, frozenset]] = set()
 
-        def keep(value: Any, slot: tuple[int, Any, Any], depth: int, names: frozenset) -> None:
+        def keep(
+            value: Any, slot: tuple[int, Any, Any], depth: int, names: frozenset, owner: Any = None
+        ) -> None:
             if _captures(value):
                 if all(value is not o for o in objects):
                     slots.append(slot)
                     objects.append(value)
             elif depth < _MAX_DEPTH:
                 if _user_function(value):
-                    walk(value, depth + 1)
+                    walk(value, depth + 1, owner)
+                elif isinstance(value, property):
+                    if value.fget is not None and owner is not None:
+                        walk(value.fget, depth + 1, owner)
                 elif (id(value), names) not in opened:
                     opened.add((id(value), names))
+                    dicts = _fields(value)
+                    if dicts and slot[0] != 2:
+                        guards.append((slot, value))
                     # An attribute (or key) the code names, found in the object's own dict or
                     # else its classes': the slot re-reads that dict, so a rebound
-                    # ``self.model`` is followed as a rebound global is.
-                    dicts = _fields(value)
+                    # ``self.model`` is followed as a rebound global is. A method or property
+                    # found in a class is followed with this object as its ``self``.
+                    is_object = not isinstance(value, dict | type)
                     for name in sorted(names):  # (a stable order: one plan per process run)
-                        for fields in dicts:
+                        for k, fields in enumerate(dicts):
                             if name in fields:
-                                keep(fields[name], (1, fields, name), depth + 1, names)
+                                method_of = value if is_object and k > 0 else None
+                                keep(fields[name], (1, fields, name), depth + 1, names, method_of)
                                 break
 
-        def walk(fn: Any, depth: int) -> None:
+        def walk(fn: Any, depth: int, owner: Any = None) -> None:
             fn = inspect.unwrap(fn)
             if isinstance(fn, functools.partial):
                 names = _names(fn.func)
@@ -100,11 +116,13 @@ class Captured:
                 walk(fn.func, depth)
                 return
             bound = getattr(fn, "__self__", _EMPTY)
+            if owner is not None:
+                bound = owner
             fn = getattr(fn, "__func__", fn)
             code = getattr(fn, "__code__", None)
-            if code is None or id(code) in seen:
+            if code is None or (id(code), id(bound)) in seen:
                 return
-            seen.add(id(code))
+            seen.add((id(code), id(bound)))
             names = _names(fn)
             if bound is not _EMPTY and not isinstance(bound, types.ModuleType):
                 keep(bound, (2, None, None), depth, names)
@@ -119,12 +137,13 @@ class Captured:
                     keep(value, (1, found, name), depth, names)
 
         walk(self._fn, 0)
-        self._slots, self.objects = tuple(slots), tuple(objects)
+        self._slots, self.objects, self._guards = tuple(slots), tuple(objects), tuple(guards)
         return self.objects
 
     def same(self) -> bool:
         """Whether the names the last scan found still hold the same objects (a fast check,
-        on every call: a rebound global, ``model = Net()``, fails it and a new scan follows)."""
+        on every call: a rebound global, ``model = Net()``, or a replaced object the step reads
+        a model through, ``trainer.state = fold2``, fails it and a new scan follows)."""
         for (kind, where, key), obj in zip(self._slots, self.objects, strict=True):
             if kind == 0:
                 value = _cell_value(where)
@@ -134,11 +153,16 @@ class Captured:
                 continue  # a bound self or a partial's argument cannot change
             if value is not obj or not _captures(value):  # (a tensor stopped requiring grad)
                 return False
+        for (kind, where, key), obj in self._guards:
+            value = _cell_value(where) if kind == 0 else where.get(key, _EMPTY)
+            if value is not obj:
+                return False
         return True
 
 
-# How deep the scan follows helper functions (step -> helper -> helper's helper ...).
-_MAX_DEPTH = 4
+# How many hops the scan follows: a helper function, an attribute, a method or property of the
+# object it was found on (step -> self.value() -> self.net -> self._net is four).
+_MAX_DEPTH = 6
 # Libraries whose functions hold no user state: not followed.
 _LIBRARIES = frozenset({"spx", "jax", "jaxlib", "numpy", "optax", "torch", "functools"})
 

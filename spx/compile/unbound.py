@@ -20,6 +20,7 @@ Modules and Optimizers per traced program, none per call.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -62,17 +63,35 @@ class Snapshot:
         # is the (node, index) the tensor's storage holds: pending ones too (packed gradients).
         self._tensors: list[tuple[Any, Any, Any, Any, str, str, str]] = []
         self._arrays: dict[int, tuple[str, str, str]] = {}
-        for module in live_modules():
-            cls = type(module).__name__
-            for what, tensors in (("parameter", module._parameters), ("buffer", module._buffers)):
-                for attr, t in tensors.items():
-                    if t is None:
-                        continue
-                    grad = t._grad
-                    self._tensors.append((t, _value(t), grad, _value(grad), what, attr, cls))
-                    values = t._s.node.values
-                    if values is not None:
-                        self._arrays[id(values[t._s.idx])] = (what, attr, cls)
+        # This thread's Modules: checked for placeholders left in them and for constants.
+        # Other threads' (a model built on the main thread, compiled on a worker) only for
+        # constants: another rank's trace may hold placeholders in its own model right now.
+        for other, modules in ((False, live_modules()), (True, live_modules(other_threads=True))):
+            for module in modules:
+                cls = type(module).__name__
+                for what, tensors in (
+                    ("parameter", list(module._parameters.items())),
+                    ("buffer", list(module._buffers.items())),
+                ):
+                    for attr, t in tensors:
+                        if t is None:
+                            continue
+                        if not other:
+                            grad = t._grad
+                            self._tensors.append(
+                                (t, _value(t), grad, _value(grad), what, attr, cls)
+                            )
+                        values = t._s.node.values
+                        if values is None and other:
+                            # A value another thread recorded and never computed (a fresh
+                            # model's initialization): computed now, or the trace would compute
+                            # it into a constant unseen. (This thread's were computed before
+                            # the call.)
+                            with contextlib.suppress(Exception):
+                                t._data  # noqa: B018
+                            values = t._s.node.values
+                        if values is not None:
+                            self._arrays[id(values[t._s.idx])] = (what, attr, cls)
         self._optimizers = [(opt, dict(opt.state)) for opt in live_optimizers()]
 
     def restore(self) -> list[tuple[str, str, str]]:

@@ -47,9 +47,10 @@ def _check_name(kind: str, name: Any) -> None:
 _LIVE = Registry()
 
 
-def live_modules() -> list[Module]:
-    """The Modules the calling thread created that are alive now."""
-    return _LIVE.mine()
+def live_modules(other_threads: bool = False) -> list[Module]:
+    """The Modules the calling thread (or, with ``other_threads``, every other thread) created
+    that are alive now."""
+    return _LIVE.others() if other_threads else _LIVE.mine()
 
 
 class Module:

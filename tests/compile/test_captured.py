@@ -310,3 +310,87 @@ def test_partial_step_binds_its_arguments():
 
     step = spx.compile(functools.partial(fit, s, opt, scale=1.0))
     _check(step, t, s, _batches(3))
+
+
+def test_replacing_the_object_a_model_is_read_through_is_followed():
+    # k-fold with pre-built folds: the step reads ``self.state.model``; swapping ``state`` must
+    # switch models even though the old state object still holds its old model.
+    class State:
+        def __init__(self):
+            self.model = nn.Linear(3, 1)
+
+    folds = [State(), State()]
+
+    class Evaluator:
+        def ev(self, x):
+            with spx.no_grad():
+                return self.state.model(x).sum()
+
+    e = Evaluator()
+    e.state = folds[0]
+    step = spx.compile(e.ev)
+    x = spx.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    for fold in (0, 1, 0):
+        e.state = folds[fold]
+        with spx.no_grad():
+            want = float(folds[fold].model(x).sum())
+        np.testing.assert_allclose(float(step(x)), want, rtol=1e-6)
+    # The same for a dict entry replaced by another dict, and a rebound global object.
+    nets = {"all": {"m": folds[0].model}}
+
+    @spx.compile
+    def read(x):
+        with spx.no_grad():
+            return nets["all"]["m"](x).sum()
+
+    read(x)
+    nets["all"] = {"m": folds[1].model}
+    with spx.no_grad():
+        want = float(folds[1].model(x).sum())
+    np.testing.assert_allclose(float(read(x)), want, rtol=1e-6)
+
+
+def test_a_model_reached_through_a_method_or_a_property_is_bound():
+    class Agent:
+        def __init__(self):
+            self._net = nn.Linear(3, 1)
+
+        @property
+        def net(self):
+            return self._net
+
+        def value(self, x):
+            return self.net(x)
+
+        def ev(self, x):
+            with spx.no_grad():
+                return self.value(x).sum()
+
+    agent = Agent()
+    step = spx.compile(agent.ev)
+    x = spx.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    step(x)
+    with spx.no_grad():
+        agent._net.weight.mul_(2.0)  # a later update, outside the step, must be seen
+        want = float(agent._net(x).sum())
+    np.testing.assert_allclose(float(step(x)), want, rtol=1e-6)
+
+
+def test_a_model_of_another_thread_read_as_a_constant_raises():
+    import threading
+
+    model = nn.Linear(3, 1)  # built on this thread, compiled and called on a worker
+    models = [model]
+    x = spx.ones(2, 3)
+    errors: list[BaseException] = []
+
+    def worker():
+        try:
+            spx.compile(lambda x: models[0](x).sum())(x)
+        except RuntimeError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert len(errors) == 1 and "parameter" in str(errors[0]) and "of a Linear" in str(errors[0])
