@@ -80,6 +80,58 @@ def test_all_padding_bag_is_zero():
     assert (host(out)[0] == 0).all()
 
 
+def _tied_weight(seed=0, num=NUM, dim=DIM):
+    """Small integers: rows tie on many features, so "max" has several maximal rows."""
+    return np.random.default_rng(seed).integers(-1, 2, (num, dim)).astype(np.float32)
+
+
+def test_max_gradient_goes_to_the_first_maximal_row():
+    # torch sends a bag's gradient, per feature, to the first row (in input order) holding
+    # the maximum; segment_max's own gradient would split it among the tied rows.
+    weight = np.array([[1, 2], [1, 0], [3, 2], [0, 0]], np.float32)
+    idx, off = np.array([0, 1, 2, 1, 0, 3, 3]), np.array([0, 2, 2, 5])
+    s_w = spx.tensor(weight, requires_grad=True)
+    out = embedding_bag(spx.tensor(idx), s_w, spx.tensor(off), mode="max")
+    (out * spx.arange(1.0, 9.0).reshape(4, 2)).sum().backward()
+    np.testing.assert_array_equal(host(out), [[1, 2], [0, 0], [3, 2], [0, 0]])
+    np.testing.assert_array_equal(host(s_w.grad), [[1, 2], [0, 0], [5, 6], [7, 8]])
+    for padding_idx in (None, 3, 0):
+        _both(idx, weight, off, mode="max", padding_idx=padding_idx)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2, -1])
+@pytest.mark.parametrize("offsets", list(OFFSETS), ids=str)
+def test_max_with_ties_offsets(offsets, padding_idx):
+    off, last = OFFSETS[offsets]
+    for seed in range(3):
+        _both(IDX, _tied_weight(seed), off, mode="max", include_last_offset=last,
+              padding_idx=padding_idx)  # fmt: skip
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 6), (4, 1)], ids=str)
+def test_max_with_ties_2d_input(shape, padding_idx):
+    rng = np.random.default_rng(sum(shape))
+    idx = rng.integers(0, 5, shape)  # few distinct indices: the same row twice in a bag
+    idx.flat[0] = idx.flat[-1] = 2
+    for seed in range(3):
+        _both(idx, _tied_weight(seed), mode="max", padding_idx=padding_idx)
+
+
+def test_max_with_ties_under_jit():
+    weight, off = _tied_weight(), OFFSETS["empty_bags"][0]
+
+    @jax.jit
+    def grad(w, idx, off):
+        return jax.grad(lambda w: jnp.asarray(embedding_bag(idx, w, off, mode="max")).sum())(w)
+
+    t_w = torch.tensor(weight, requires_grad=True)
+    torch.nn.functional.embedding_bag(
+        torch.tensor(IDX), t_w, torch.tensor(off), mode="max"
+    ).sum().backward()
+    assert_close(grad(jnp.asarray(weight), jnp.asarray(IDX), jnp.asarray(off)), t_w.grad)
+
+
 @pytest.mark.parametrize("form", ["2d", "offsets", "csr"])
 def test_per_sample_weights(form):
     psw = np.random.default_rng(3).uniform(0.5, 2, IDX.shape).astype(np.float32)

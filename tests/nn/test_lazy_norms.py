@@ -125,6 +125,57 @@ def test_optimizer_built_before_the_first_call_trains_the_lazy_parameters():
     assert_close(layer.bias, t_layer.bias, 1e-5, 1e-6)
 
 
+COMPILED_CASES = [
+    ("LazyBatchNorm1d", (6, 3)),
+    ("LazyBatchNorm1d", (4, 3, 5)),
+    ("LazyBatchNorm2d", (4, 3, 3, 3)),
+    ("LazyBatchNorm3d", (2, 3, 2, 3, 2)),
+    ("LazyInstanceNorm2d", (2, 3, 4, 5)),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"), COMPILED_CASES, ids=[f"{n}{s}" for n, s in COMPILED_CASES]
+)
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "no_affine"])
+@pytest.mark.parametrize("track", [True, False], ids=["track", "no_track"])
+def test_first_call_inside_a_compiled_step_matches_torch(name, shape, affine, track):
+    # spx.compile traces the step twice and restores the lazy parameters and the empty
+    # statistics after the first trace: the second one must materialize them again.
+    kwargs = dict(affine=affine, track_running_stats=track)
+    layer, t_layer = getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    params = list(layer.parameters())
+    # Built before the first call (none without affine: torch refuses an empty list too).
+    opt = spx.optim.SGD(params, lr=0.1) if params else None
+    t_opt = torch.optim.SGD(t_layer.parameters(), lr=0.1) if params else None
+
+    def step(x, layer, opt):
+        if opt is not None:
+            opt.zero_grad()
+        loss = (layer(x) - x * 0.5).pow(2).mean()
+        if opt is not None:
+            loss.backward()
+            opt.step()
+        return loss
+
+    compiled = spx.compile(lambda x: step(x, layer, opt))
+    rng = np.random.default_rng(5)
+    for i in range(3):
+        x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+        loss, t_loss = compiled(spx.tensor(x)), step(torch.tensor(x), t_layer, t_opt)
+        assert_close(loss, t_loss.detach(), 1e-5, 1e-6, f"loss, step {i}")
+    # torch leaves num_features at 0 when the layer has no state to size (neither affine nor
+    # tracking); spx records the channels of the first input in every case.
+    assert layer.num_features == 3
+    assert t_layer.num_features == (3 if affine or track else 0)
+    assert all(p is q for p, q in zip(layer.parameters(), params, strict=True))
+    state, t_state = layer.state_dict(), t_layer.state_dict()
+    assert list(state) == list(t_state)
+    for k, v in t_state.items():
+        assert tuple(state[k].shape) == tuple(v.shape), k
+        assert_close(state[k], v.float(), 1e-5, 1e-6, k)
+
+
 def test_errors():
     with pytest.raises(ValueError, match=r"expected 2D or 3D input"):
         nn.LazyBatchNorm1d()(jnp.ones((2, 3, 4, 5)))

@@ -5,7 +5,9 @@ A bag is a run of indices: the rows of a 2-D ``(B, L)`` input, or the slices of 
 looked-up rows are reduced with ``jax.ops.segment_sum``/``segment_max`` over those ids, and no
 ``(B, L, D)`` array of padded bags is ever built; everything has a static shape and compiles.
 Indices equal to ``padding_idx`` belong to no bag (they are neither summed nor counted), and an
-empty bag gives zeros in every mode, as in torch.
+empty bag gives zeros in every mode, as in torch. In ``"max"`` mode a bag's gradient goes, per
+feature, all to the first row (in input order) holding the maximum, as torch's ``max_indices``
+send it, not split among tied rows.
 
 Two places where torch 2.13's CPU kernel is inconsistent follow the documented semantics here:
 
@@ -287,12 +289,32 @@ def _embedding_bag(
     segments = bags + 1  # the last segment collects indices in no bag; it is dropped
     counts = jax.ops.segment_sum(jnp.ones((n,), w.dtype), ids, segments)[:bags, None]
     if mode == "max":
-        best = jax.ops.segment_max(rows, ids, segments)[:bags]
-        return jnp.where(counts > 0, best, 0.0).astype(w.dtype)
+        return _bag_max(rows, ids, segments, counts).astype(w.dtype)
     total = jax.ops.segment_sum(rows, ids, segments)[:bags]
     if mode == "mean":
         total = total / jnp.maximum(counts, 1.0)
     return total.astype(w.dtype)
+
+
+def _bag_max(rows: Array, ids: Array, segments: int, counts: Array) -> Array:
+    """Each bag's elementwise maximum, its gradient all to the first row attaining it.
+
+    torch records, per bag and feature, the first row (in input order) holding the maximum
+    and sends that row the whole gradient; ``segment_max``'s own gradient would split it
+    evenly among tied rows. So the maximum is found without gradient, the position of the
+    first row equal to it is the smallest such position (``segment_min``), and the value is
+    gathered from there. A bag whose maximum no row equals (a NaN) keeps ``segment_max``.
+    """
+    n, bags = rows.shape[0], segments - 1
+    best = jax.ops.segment_max(rows, ids, segments)
+    if n == 0:
+        return jnp.zeros_like(best[:bags])
+    frozen = jax.lax.stop_gradient(rows)
+    pos = jnp.where(frozen == jax.lax.stop_gradient(best)[ids], jnp.arange(n)[:, None], n)
+    first = jax.ops.segment_min(pos, ids, segments)[:bags]
+    picked = jnp.take_along_axis(rows, jnp.minimum(first, n - 1), axis=0)
+    value = jnp.where(first < n, picked, best[:bags])
+    return jnp.where(counts > 0, value, 0.0)
 
 
 _embedding_bag_op = recorded(_embedding_bag)

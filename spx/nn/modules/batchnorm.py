@@ -122,7 +122,19 @@ class _BatchNorm(Module):
         return Parameter(_array((n,), fill, self._dtype, self._device))
 
     def _is_lazy(self) -> bool:
-        """Whether ``num_features`` still waits for the first input (or a state dict)."""
+        """Whether ``num_features`` still waits for the first input (or a state dict).
+
+        Read from the state, not from ``num_features``: ``spx.compile`` traces a step twice
+        and restores the parameters and buffers (the weight becomes an UninitializedParameter
+        again, the statistics empty) after the first trace, but not this Python attribute.
+        A layer with neither holds nothing to materialize; ``num_features`` decides then.
+        """
+        weight = self._parameters.get("weight")
+        if weight is not None:
+            return weight.is_uninitialized
+        stats = self._buffers.get("running_mean")
+        if stats is not None:
+            return stats.shape[0] == 0
         return self.num_features == 0
 
     def _materialize(self, num_features: int) -> None:
