@@ -198,6 +198,12 @@ def _igamma_jvp(upper: bool, primals: tuple, tangents: tuple) -> tuple:
 
 
 _igamma_diff = jax.custom_jvp(_igamma_value, nondiff_argnums=(2,))
+
+
+# torch.igamma / igammac (and Tensor.igamma): the same values, differentiable in ``a`` too
+# through JAX's derivative (spx's Gamma distribution's cdf uses it, where torch has none).
+_igamma = floating_pair(lambda a, x: _igamma_value(a, x, False))
+_igammac = floating_pair(lambda a, x: _igamma_value(a, x, True))
 _igamma_diff.defjvp(_igamma_jvp, symbolic_zeros=True)
 
 

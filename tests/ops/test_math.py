@@ -275,3 +275,18 @@ def test_xlogy_dtypes_and_in_place_match_torch():
     y = np.array([0.0, 2.0, 0.0, 3.0], np.float32)
     check(lambda m, a, b: a.clone().xlogy_(b), x, y)
     check_grad(lambda m, a, b: (a * 1).xlogy_(b), x, np.array([0.5, 2.0, 1.0, 3.0], np.float32))
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_igamma_edge_values_match_torch(name):
+    # At a = inf (and a = 0, x = 0 / inf / NaN / negative) JAX's gammainc gives NaN or the
+    # wrong limit; torch's rules apply, as in spx.special.gammainc.
+    inf, nan = float("inf"), float("nan")
+    a = [inf, inf, inf, inf, 1.0, 0.0, 0.0, inf, 2.0, -1.0, 2.5]
+    x = [0.0, 1.0, inf, nan, inf, 1.0, 0.0, -1.0, 0.0, 1.0, 1.5]
+    want = getattr(torch, name)(torch.tensor(a), torch.tensor(x)).numpy()
+    got = getattr(spx, name)(spx.tensor(a), spx.tensor(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(
+        getattr(spx.tensor(a), name)(spx.tensor(x)).numpy(), want, rtol=1e-6, equal_nan=True
+    )

@@ -357,6 +357,8 @@ _sinc = _special("elementary", "_sinc")
 _xlogy = _special("elementary", "_xlogy")
 _lgamma = _special("gamma", "_gammaln")
 _digamma = _special("gamma", "_digamma")
+_igamma = _special("gamma", "_igamma")
+_igammac = _special("gamma", "_igammac")
 
 
 def _isposinf(x: Any) -> Any:
@@ -446,8 +448,8 @@ _BINARY = {
     "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
     "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
-    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": jsp.gammainc,
-    "igammac": jsp.gammaincc, "nextafter": jnp.nextafter,
+    "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": _igamma,
+    "igammac": _igammac, "nextafter": jnp.nextafter,
 }  # fmt: skip
 
 # These apply the 0-d rule themselves.
