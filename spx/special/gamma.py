@@ -46,7 +46,23 @@ __all__ = [
 def _hurwitz(x: Any, q: Any) -> Any:
     """JAX's Hurwitz zeta with torch's (Cephes's) edge values: inf at ``x = 1`` and at
     non-positive integer ``q`` (JAX gives NaN there for some ``x``), NaN for ``x < 1``."""
-    out = jsp.zeta(x, q)
+    x, q = jnp.broadcast_arrays(x, q)
+    # XLA's zeta is wrong below q ~ -1 (zeta(3, -9.5) gave -7e13; torch 0.005) and right in
+    # (-1, 0), so q < -1 is shifted into (-1, 0) first: zeta(x, q) = sum_{k < n} (q + k)^-x +
+    # zeta(x, q + n), n = ceil(-q) - 1, the sum Cephes (torch) starts with too. A non-integer x
+    # gives NaN there, as torch's. (Like torch's, the loop is as long as -q: q = -inf is not
+    # shifted.)
+    n = jnp.where((q < -1) & jnp.isfinite(q), jnp.ceil(-q) - 1, 0).astype(q.dtype)
+
+    def add_term(state: tuple) -> tuple:
+        k, acc = state
+        return k + 1, acc + jnp.where(k < n, jnp.power(q + k, -x), 0)
+
+    zero = jnp.zeros((), q.dtype)
+    _, head = jax.lax.while_loop(
+        lambda state: state[0] < jnp.max(n, initial=zero), add_term, (zero, jnp.zeros_like(q))
+    )
+    out = jsp.zeta(x, q + n) + head
     out = jnp.where((q <= 0) & (q == jnp.floor(q)), jnp.inf, out)
     out = jnp.where(x < 1, jnp.nan, out)
     return jnp.where(x == 1, jnp.inf, out).astype(x.dtype)

@@ -119,3 +119,17 @@ def test_integer_inputs_give_float32():
     assert spx.special.polygamma(1, spx.tensor([1, 2])).dtype == spx.float32
     assert spx.special.zeta(spx.tensor([2, 3]), spx.tensor([1, 2])).dtype == spx.float32
     assert torch.special.zeta(torch.tensor([2, 3]), torch.tensor([1, 2])).dtype == torch.float32
+
+
+def test_zeta_at_negative_q_matches_torch():
+    # XLA's Hurwitz zeta is wrong below q ~ -1 (zeta(3, -9.5) came out -7e13; torch 0.005).
+    x = [3.0, 3.0, 2.0, 4.0, 5.0, 6.0, 3.0, 2.5, 3.0]
+    q = [-9.5, -0.5, -2.25, -1.1, -20.3, -0.3, -3.0, -1.5, 4.0]
+    want = torch.special.zeta(torch.tensor(x), torch.tensor(q)).numpy()
+    got = spx.special.zeta(spx.tensor(x), spx.tensor(q)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True)
+    qt, qs = torch.tensor(q, requires_grad=True), spx.tensor(q, requires_grad=True)
+    finite = [0, 1, 2, 3, 4, 5, 8]
+    torch.special.zeta(torch.tensor(x), qt)[finite].sum().backward()
+    spx.special.zeta(spx.tensor(x), qs)[finite].sum().backward()
+    np.testing.assert_allclose(qs.grad.numpy()[finite], qt.grad.numpy()[finite], rtol=1e-5)
