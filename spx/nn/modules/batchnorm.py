@@ -130,8 +130,8 @@ class _BatchNorm(Module):
         A layer with neither holds nothing to materialize; ``num_features`` decides then.
         """
         weight = self._parameters.get("weight")
-        if weight is not None:
-            return weight.is_uninitialized
+        if weight is not None:  # (functional_call may stand a plain Tensor in for it)
+            return bool(getattr(weight, "is_uninitialized", False))
         stats = self._buffers.get("running_mean")
         if stats is not None:
             return stats.shape[0] == 0
