@@ -26,6 +26,17 @@ from spx.ops.types import get_default_dtype
 Array = jax.Array
 
 
+def _table_shape(embeddings: Any) -> tuple[int, int]:
+    """``(num_embeddings, embedding_dim)`` of a pretrained table (``from_pretrained``)."""
+    shape = getattr(embeddings, "shape", None)
+    if shape is None or len(shape) != 2:
+        raise ValueError(
+            "Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
+            f"embedding_dim), got shape {None if shape is None else tuple(shape)}"
+        )
+    return shape[0], shape[1]
+
+
 class Embedding(Module):
     """Look up rows of ``weight`` by integer index (mirrors ``torch.nn.Embedding``).
 
@@ -152,13 +163,7 @@ class Embedding(Module):
             >>> emb(spx.tensor([1])), emb.weight.requires_grad
             (tensor([[0., 1., 0.]]), False)
         """
-        shape = getattr(embeddings, "shape", None)
-        if shape is None or len(shape) != 2:
-            raise ValueError(
-                "Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
-                f"embedding_dim), got shape {None if shape is None else tuple(shape)}"
-            )
-        rows, cols = shape
+        rows, cols = _table_shape(embeddings)
         return cls(
             rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
             scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings,
@@ -314,13 +319,7 @@ class EmbeddingBag(Module):
             >>> bag(spx.tensor([[0, 2]])), bag.weight.requires_grad
             (tensor([[1., 0., 1.]]), False)
         """
-        shape = getattr(embeddings, "shape", None)
-        if shape is None or len(shape) != 2:
-            raise ValueError(
-                "Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
-                f"embedding_dim), got shape {None if shape is None else tuple(shape)}"
-            )
-        rows, cols = shape
+        rows, cols = _table_shape(embeddings)
         bag = cls(
             rows, cols, max_norm=max_norm, norm_type=norm_type,
             scale_grad_by_freq=scale_grad_by_freq, mode=mode, sparse=sparse, _weight=embeddings,
