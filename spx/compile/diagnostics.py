@@ -82,14 +82,14 @@ def explain_trace_error(error: BaseException, fn: Callable[..., Any]) -> BaseExc
     if isinstance(error, jax.errors.UnexpectedTracerError):
         if "key<" in str(error):
             return _nested_random_draw(error, fn)
-        return RuntimeError(MSG_UNBOUND_STATE.format(name=_name(fn)))
+        return RuntimeError(MSG_UNBOUND_STATE.format(name=step_name(fn)))
     kind = _kind(error)
     if kind is None:
         return None
     what, fix = kind
     where = _user_code.from_traceback(error.__traceback__)
     at = f", at\n  {where}" if where is not None else ""
-    name = _name(fn)
+    name = step_name(fn)
     message = (
         f"spx.compile: the step {name!r} uses the value of a traced array in Python{at}\n"
         "While spx.compile traces a step (once per signature, to build one XLA program) its "
@@ -110,7 +110,8 @@ MSG_UNBOUND_STATE = (
 )
 
 
-def _name(fn: Callable[..., Any]) -> str:
+def step_name(fn: Callable[..., Any]) -> str:
+    """How messages name a step function (its qualified name)."""
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
 
 
@@ -130,7 +131,7 @@ MSG_NESTED_RANDOM = (
 def _nested_random_draw(error: BaseException, fn: Callable[..., Any]) -> BaseException:
     where = _user_code.from_traceback(error.__traceback__)
     at = f", at\n  {where}" if where is not None else ""
-    return RuntimeError(MSG_NESTED_RANDOM.format(name=_name(fn), at=at))
+    return RuntimeError(MSG_NESTED_RANDOM.format(name=step_name(fn), at=at))
 
 
 # -- containers that collected placeholders ------------------------------------------------------

@@ -26,6 +26,8 @@ from typing import Any
 
 import jax
 
+from spx.compile import diagnostics
+
 MSG_CHANGED = (
     "spx.compile: the step {name!r} changed the {what} {attr!r} of a {cls} that spx.compile "
     "did not bind: a Module or Optimizer it reaches neither through its arguments nor by a "
@@ -125,7 +127,7 @@ class Snapshot:
         Raises:
             RuntimeError: :data:`MSG_CHANGED` or :data:`MSG_CONSTANT`, naming the tensor.
         """
-        name = fn if isinstance(fn, str) else _name(fn)
+        name = fn if isinstance(fn, str) else diagnostics.step_name(fn)
         changed = self.restore()
         if changed:
             what, attr, cls = changed[0]
@@ -164,7 +166,3 @@ def _traced(t: Any) -> bool:
                 seen.add(id(ref[0]))
                 stack.append(ref[0])
     return False
-
-
-def _name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
