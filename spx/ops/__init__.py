@@ -17,6 +17,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.integration` — ``trapezoid``, ``trapz``, ``cumulative_trapezoid``
 * :mod:`.histograms` — ``histogram``
 * :mod:`.scaling` — ``frexp``, ``renorm``
+* :mod:`.spectral` — ``stft``, ``istft``
 * :mod:`.unravel` — ``unravel_index``; :mod:`.vandermonde` — ``vander``
 * :mod:`.predicates` — ``is_same_size``, ``is_signed``
 * :mod:`.deprecated` — ``range``, ``chain_matmul`` (with torch's deprecation warnings)
@@ -39,6 +40,7 @@ from spx.ops import reduction as reduction
 from spx.ops import sampling as sampling
 from spx.ops import scaling as scaling
 from spx.ops import shape as shape
+from spx.ops import spectral as spectral
 from spx.ops import types as types
 from spx.ops import unravel as unravel
 from spx.ops import vandermonde as vandermonde
@@ -58,6 +60,7 @@ from spx.ops.reduction import *  # noqa: F403
 from spx.ops.sampling import *  # noqa: F403
 from spx.ops.scaling import *  # noqa: F403
 from spx.ops.shape import *  # noqa: F403
+from spx.ops.spectral import *  # noqa: F403
 from spx.ops.types import *  # noqa: F403
 from spx.ops.unravel import *  # noqa: F403
 from spx.ops.vandermonde import *  # noqa: F403
@@ -81,6 +84,7 @@ __all__ = [
     *integration.__all__,
     *predicates.__all__,
     *scaling.__all__,
+    *spectral.__all__,
     *unravel.__all__,
     *vandermonde.__all__,
 ]

@@ -595,6 +595,19 @@ class MathMethods(LinalgMethods):
 
         return polygamma(n, self)
 
+    def stft(self, n_fft: int, *args: Any, **kwargs: Any) -> Any:
+        """The short-time Fourier transform (mirrors ``torch.Tensor.stft``; :func:`spx.stft`)."""
+        from spx.ops.spectral import stft  # builds on Tensor: imported when called
+
+        return stft(self, n_fft, *args, **kwargs)
+
+    def istft(self, n_fft: int, *args: Any, **kwargs: Any) -> Any:
+        """The inverse short-time Fourier transform (mirrors ``torch.Tensor.istft``;
+        :func:`spx.istft`)."""
+        from spx.ops.spectral import istft  # builds on Tensor: imported when called
+
+        return istft(self, n_fft, *args, **kwargs)
+
     def mvlgamma(self, p: int) -> Any:
         """The multivariate log-gamma function of dimension ``p``."""
         return apply(_mvlgamma, (int(p),), (self,))
