@@ -126,6 +126,8 @@ _FP32_CUDA_ONLY = [
     ("spx.nn.functional.upsampling", "upsample_nearest"),
     ("spx.nn.functional.upsampling", "upsample_linear"),
     ("spx.nn.functional.upsampling", "upsample_bicubic2d"),
+    ("spx.nn.functional.upsampling", "upsample_bilinear2d_aa"),
+    ("spx.nn.functional.upsampling", "upsample_bicubic2d_aa"),
 ]  # fmt: skip
 
 

@@ -92,10 +92,16 @@ def test_cuda_policy_runs_the_float32_list_in_float32(monkeypatch):
             "layer_norm": norm(h).dtype, "exp": h.exp().dtype, "sum": h.sum().dtype,
             "relu": spx.relu(h).dtype, "add": (h + 1).dtype,
         }  # fmt: skip
+        img = h.reshape(1, 2, 2, 2)
+        for mode in ("bilinear", "bicubic"):
+            for aa in (False, True):
+                resized = nn.functional.interpolate(img, size=3, mode=mode, antialias=aa)
+                got[f"{mode}{'_aa' * aa}"] = resized.dtype
     f16, f32 = spx.float16, spx.float32
     assert got == {
         "linear": f16, "matmul": f16, "einsum": f16, "softmax": f32, "log_softmax": f32,
         "layer_norm": f32, "exp": f32, "sum": f32, "relu": f16, "add": f16,
+        "bilinear": f32, "bilinear_aa": f32, "bicubic": f32, "bicubic_aa": f32,
     }  # fmt: skip
 
 

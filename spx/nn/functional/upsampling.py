@@ -10,19 +10,33 @@ sample at ``scale * (dst + 0.5) - 0.5`` clamped at 0 (``align_corners=False``) o
 ``scale_factor`` is given and not recomputed, ``1 / scale_factor``. ``jax.image.resize`` is not
 used: its nearest rounds differently and it antialiases when downsampling.
 
+``antialias=True`` (``bilinear`` and ``bicubic`` on 4-D input, as in torch) is torch's separable
+"AA" resampling (Pillow's): output ``i`` averages the input rows within ``support`` of
+``center = scale * (i + 0.5)``, weighted by the triangle (bilinear) or Keys cubic filter with
+``a = -0.5`` (bicubic; not the -0.75 of the plain mode) stretched by ``scale`` when
+downsampling (``support = interp_size / 2 * scale`` for ``scale >= 1``, else
+``interp_size / 2``), the weights normalized to sum to 1. Each spatial dim is then one matrix
+product (W first, then H, as torch), with the weights built here in torch's precision. Not
+copied from torch's CPU kernel: its forward repeats the first output row when only H changes
+and W == 1 (a stride bug; its backward is right), and it rejects float16/bfloat16, which spx
+computes in float32 like torch's CUDA kernel.
+
 Gradients are JAX's transposes of the gathers (scatter-adds), which is what torch's backward
 kernels compute — except where torch's backward takes a size shortcut its forward does not
 (3-D ``nearest`` with exactly doubled sizes, ``bicubic`` with unchanged sizes from a
-``scale_factor``): there spx's gradient is the true one of the forward both compute.
+``scale_factor``, antialiased modes with an unchanged size from a ``scale_factor``): there
+spx's gradient is the true one of the forward both compute.
 ``area`` is ``adaptive_avg_pool{1,2,3}d``, as in torch. Integer (uint8) images in the linear
 and cubic modes: the float result rounded and saturated; torch's uint8 kernels are a separate
-fixed-point algorithm (bilinear within 1 level of spx's, bicubic within ~10 at the borders).
+fixed-point algorithm (bilinear within 1 level of spx's, bicubic within ~10 at the borders;
+antialiased, whose W pass spx also rounds and clips as torch does: within 2 levels).
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.interpolate.html
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -207,6 +221,162 @@ def upsample_bicubic2d(
     return _cast_back(x, dtype)
 
 
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """``a * b + c`` as a fused multiply-add, in ``a``'s dtype.
+
+    torch's compiled CPU kernels (GCC, ``-ffp-contract=fast`` on x86-64 AVX2/AVX512 and arm64)
+    fuse the cubic filter's polynomial steps; near the filter's zeros those steps cancel, so
+    plain float32 steps would differ from torch's weights by up to ~6e-7. float32: the product
+    is exact in float64, so one rounding to float32 is the fused result. float64 (the product
+    is not exact in any numpy type): unfused, within ~1e-15 of torch.
+    """
+    if a.dtype == np.float32:
+        return (a.astype(np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+    return a * b + c
+
+
+def _triangle(x: Any) -> Any:
+    """The antialiased bilinear filter (torch's and Pillow's ``bilinear_filter``)."""
+    x = np.abs(x)
+    return np.where(x < 1, x.dtype.type(1) - x, x.dtype.type(0))
+
+
+def _keys_cubic(x: Any) -> Any:
+    """The antialiased bicubic filter: Keys' kernel with ``a = -0.5`` (Pillow's), not -0.75."""
+    ft = x.dtype.type
+    a = ft(-0.5)
+    x = np.abs(x)
+    near = _fma(_fma(x, a + ft(2), -(a + ft(3))) * x, x, ft(1))
+    far = _fma(_fma(_fma(x, a, ft(-5) * a), x, ft(8) * a), x, ft(-4) * a)
+    return np.where(x < 1, near, np.where(x < 2, far, ft(0)))
+
+
+# Antialiased modes: the filter's support at scale 1 (torch's interp_size) and the filter.
+_AA_FILTERS: dict[str, tuple[int, Callable[[Any], Any]]] = {
+    "bilinear": (2, _triangle),
+    "bicubic": (4, _keys_cubic),
+}
+
+
+@functools.lru_cache(maxsize=256)
+def aa_weights(
+    in_size: int, out_size: int, align_corners: bool, scale: float | None, mode: str, ft: type
+) -> np.ndarray:
+    """The ``(out_size, in_size)`` antialiased resampling matrix along one dim, as torch's.
+
+    torch's ``_compute_indices_min_size_weights_aa``, in its mixed precision (``ft`` steps,
+    some promoted to float64 and rounded back): output ``i`` reads the rows ``xmin[i]`` to
+    ``xmin[i] + xsize[i] - 1`` around ``center = scale * (i + 0.5)``, weighted by the filter
+    at ``(row + 0.5 - center) / max(scale, 1)`` and normalized by the weights' sum.
+    ``align_corners`` changes only ``scale`` (``(in - 1) / (out - 1)``), not the centres.
+
+    Args:
+        in_size: the input's size along the dim.
+        out_size: the output's size along the dim.
+        align_corners: torch's ``align_corners``.
+        scale: the ``scale_factor`` for the dim, or None (the scale is then in/out).
+        mode: ``'bilinear'`` or ``'bicubic'``.
+        ft: the weights' type (torch's ``scalar_t``): ``np.float32`` or ``np.float64``.
+
+    Returns:
+        The matrix (read-only, cached per arguments); each row sums to 1.
+
+    Example:
+        >>> aa_weights(6, 3, False, None, "bilinear", np.float64)[1].tolist()
+        [0.0, 0.125, 0.375, 0.375, 0.125, 0.0]
+    """
+    interp_size, filter_fn = _AA_FILTERS[mode]
+    s = _area_scale(in_size, out_size, align_corners, scale, ft)
+    if s >= 1:  # downsampling: the filter is stretched to cover `scale` input rows per output
+        support, invscale = ft(interp_size * 0.5 * np.float64(s)), ft(1.0 / np.float64(s))
+    else:
+        support, invscale = ft(interp_size * 0.5), ft(1)
+    max_taps = int(np.ceil(support)) * 2 + 1
+    center = (np.float64(s) * (np.arange(out_size) + 0.5)).astype(ft)
+    # C++ casts truncate towards zero; the `+ 0.5` is a double added to the ft difference.
+    lo = np.trunc((center - support).astype(np.float64) + 0.5).astype(np.int64)
+    hi = np.trunc((center + support).astype(np.float64) + 0.5).astype(np.int64)
+    xmin = np.maximum(lo, 0)
+    xsize = np.clip(np.minimum(hi, in_size) - xmin, 0, max_taps)
+    taps = np.arange(max_taps)
+    rows = xmin[:, None] + taps
+    dist = (rows.astype(ft) - center[:, None]).astype(np.float64) + 0.5
+    valid = taps < xsize[:, None]
+    w = np.where(valid, filter_fn((dist * np.float64(invscale)).astype(ft)), ft(0)).astype(ft)
+    total = np.zeros(out_size, ft)
+    for k in range(max_taps):  # torch's sequential float sum (numpy's sum is pairwise)
+        total = (total + w[:, k]).astype(ft)
+    w = np.where(total[:, None] != 0, w / np.where(total == 0, ft(1), total)[:, None], w)
+    matrix = np.zeros((out_size, in_size), ft)
+    out_idx = np.broadcast_to(np.arange(out_size)[:, None], rows.shape)
+    matrix[out_idx[valid], rows[valid]] = w[valid]
+    matrix.setflags(write=False)
+    return matrix
+
+
+def _resample_aa(
+    x: Array,
+    output_size: Sequence[int],
+    align_corners: bool,
+    scales: Sequence[float | None],
+    mode: str,
+) -> Array:
+    dtype, ft = x.dtype, _opmath(x.dtype)
+    x = x.astype(_compute_dtype(x))
+    # W (the contiguous dim) first, then H, as torch; a dim whose size is unchanged is copied
+    # whatever the scale_factor (torch's forward does; its backward filters it anyway).
+    for axis, spec in ((3, "nchw,ow->ncho"), (2, "nchw,oh->ncow")):
+        n_in, n_out = x.shape[axis], output_size[axis - 2]
+        if n_in != n_out:
+            w = aa_weights(n_in, n_out, bool(align_corners), scales[axis - 2], mode, ft)
+            # HIGHEST: torch's kernel is a float loop, not a matmul that TF32 settings touch.
+            x = jnp.einsum(spec, x, jnp.asarray(w, x.dtype), precision=jax.lax.Precision.HIGHEST)
+            if jnp.issubdtype(dtype, jnp.integer):
+                # torch's uint8 kernel stores the W pass as uint8: its overshoot is clipped.
+                x = _cast_back(x, dtype).astype(x.dtype)
+    return _cast_back(x, dtype)
+
+
+def upsample_bilinear2d_aa(
+    input: Array, output_size: Sequence[int], align_corners: bool, scales: Sequence[float | None]
+) -> Array:
+    """Antialiased ``bilinear`` resize of ``(N, C, H, W)`` (torch's ``_upsample_bilinear2d_aa``).
+
+    Args:
+        input: ``(N, C, H, W)``.
+        output_size: ``(H_out, W_out)``.
+        align_corners: use the scale ``(in - 1) / (out - 1)`` (the centres stay half-pixel).
+        scales: one ``scale_factor`` (or None) per spatial dim.
+
+    Returns:
+        ``(N, C, H_out, W_out)`` in the input's dtype. Downsampling averages every input pixel
+        under the stretched triangle filter (Pillow's ``BILINEAR`` resize); upsampling is the
+        plain bilinear interpolation except at the borders, where weights are renormalized.
+
+    Example:
+        >>> x = jnp.arange(6.0).reshape(1, 1, 1, 6)
+        >>> y = upsample_bilinear2d_aa(x, (1, 3), False, (None, None))
+        >>> [f"{v:.3f}" for v in y[0, 0, 0].tolist()]
+        ['0.714', '2.500', '4.286']
+    """
+    return _resample_aa(jnp.asarray(input), output_size, align_corners, scales, "bilinear")
+
+
+def upsample_bicubic2d_aa(
+    input: Array, output_size: Sequence[int], align_corners: bool, scales: Sequence[float | None]
+) -> Array:
+    """Antialiased ``bicubic`` resize of ``(N, C, H, W)`` (torch's ``_upsample_bicubic2d_aa``).
+
+    Keys' cubic filter with ``a = -0.5`` (Pillow's ``BICUBIC``), stretched when downsampling;
+    see :func:`upsample_bilinear2d_aa` for the arguments.
+
+    Example:
+        >>> upsample_bicubic2d_aa(jnp.ones((1, 1, 8, 8)), (3, 5), False, (None, None)).shape
+        (1, 1, 3, 5)
+    """
+    return _resample_aa(jnp.asarray(input), output_size, align_corners, scales, "bicubic")
+
+
 _AREA = {
     1: _pooling.adaptive_avg_pool1d,
     2: _pooling.adaptive_avg_pool2d,
@@ -241,7 +411,7 @@ def plan(
         if mode == "lanczos":
             raise NotImplementedError(
                 "interpolate: mode='lanczos' (antialiased Lanczos-3) is not supported by spx; "
-                "use mode='bicubic'"
+                "use mode='bicubic' with antialias=True (Pillow's BICUBIC)"
             )
         raise NotImplementedError(
             f"interpolate: unknown mode {mode!r}; expected one of {' | '.join(MODES)}"
@@ -254,12 +424,7 @@ def plan(
             )
     elif align_corners is None:
         align_corners = False
-    if len(shape) not in (3, 4, 5):
-        raise NotImplementedError(
-            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {len(shape)}D) for "
-            f"the modes: {' | '.join(MODES)} (got {mode}); pass (N, C, *spatial) input "
-            "(add a batch dim with x[None])"
-        )
+    # As torch: the sizes are checked before the rank (a 2-D input has no spatial dims).
     dim = len(shape) - 2
     spatial = list(shape[2:])
 
@@ -310,15 +475,18 @@ def plan(
     if scales is None:
         scales = [None] * dim
 
-    if antialias:
-        if mode in ("bilinear", "bicubic") and dim == 2:
-            raise NotImplementedError(
-                f"interpolate: antialias=True (mode={mode!r}) is not supported by spx; use "
-                "antialias=False, or mode='area' to downsample by an integer factor"
-            )
+    if antialias and not (mode in _AA_FILTERS and len(shape) == 4):
         raise ValueError(
-            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
-            f"requires a 4-D tensor as input (got mode={mode!r}, {len(shape)}-D input)"
+            "Anti-alias option is restricted to bilinear and bicubic modes (and torch's lanczos, "
+            f"which spx lacks) and requires a 4-D tensor as input (got mode={mode!r} and "
+            f"{len(shape)}-D input); use mode='bilinear' or 'bicubic' on (N, C, H, W) input, or "
+            "antialias=False"
+        )
+    if len(shape) not in (3, 4, 5):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {len(shape)}D) for "
+            f"the modes: {' | '.join(MODES)} (got {mode}); pass (N, C, *spatial) input "
+            "(add a batch dim with x[None])"
         )
     if mode in _LINEAR_DIMS and _LINEAR_DIMS[mode] != dim:
         raise NotImplementedError(
@@ -344,6 +512,9 @@ def plan(
         return _AREA[dim], (out,)
     if mode in ("nearest", "nearest-exact"):
         return upsample_nearest, (out, sc, mode == "nearest-exact")
+    if antialias:
+        kernel = upsample_bicubic2d_aa if mode == "bicubic" else upsample_bilinear2d_aa
+        return kernel, (out, bool(align_corners), sc)
     if mode == "bicubic":
         return upsample_bicubic2d, (out, bool(align_corners), sc)
     return upsample_linear, (out, bool(align_corners), sc)
@@ -373,8 +544,9 @@ def interpolate(
             pixels' centres onto each other.
         recompute_scale_factor: True computes the output size from ``scale_factor`` and then
             interpolates as if that size had been given (the scale becomes in/out).
-        antialias: not supported (NotImplementedError for ``bilinear``/``bicubic``; torch's
-            ValueError for the other modes).
+        antialias: ``bilinear`` and ``bicubic`` on ``(N, C, H, W)`` only (else torch's
+            ValueError): low-pass filter when downsampling, as Pillow's resize does, so
+            detail finer than the output's pixels averages out instead of aliasing.
 
     Returns:
         ``(N, C, *output_size)`` in the input's dtype.
