@@ -448,6 +448,18 @@ channel_shuffle = _recorded(_channel_shuffle.channel_shuffle)
 # (Recorded operations already: their argument checks run on the host first.)
 from spx.nn.functional.ctc_loss import ctc_loss as ctc_loss  # noqa: E402
 from spx.nn.functional.embedding_bag import embedding_bag as embedding_bag  # noqa: E402
+from spx.nn.functional.fractional_pool import (  # noqa: E402
+    fractional_max_pool2d as fractional_max_pool2d,
+)
+from spx.nn.functional.fractional_pool import (  # noqa: E402
+    fractional_max_pool2d_with_indices as fractional_max_pool2d_with_indices,
+)
+from spx.nn.functional.fractional_pool import (  # noqa: E402
+    fractional_max_pool3d as fractional_max_pool3d,
+)
+from spx.nn.functional.fractional_pool import (  # noqa: E402
+    fractional_max_pool3d_with_indices as fractional_max_pool3d_with_indices,
+)
 
 
 def _in_place(name: str, fn: Callable) -> Callable:
