@@ -33,6 +33,7 @@ from spx.nn.modules.activation import Softsign as Softsign
 from spx.nn.modules.activation import Tanh as Tanh
 from spx.nn.modules.activation import Tanhshrink as Tanhshrink
 from spx.nn.modules.activation import Threshold as Threshold
+from spx.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
 from spx.nn.modules.attention import MultiheadAttention as MultiheadAttention
 from spx.nn.modules.attention import (
     NonDynamicallyQuantizableLinear as NonDynamicallyQuantizableLinear,
@@ -75,6 +76,8 @@ from spx.nn.modules.flatten import Flatten as Flatten
 from spx.nn.modules.flatten import Unflatten as Unflatten
 from spx.nn.modules.fold import Fold as Fold
 from spx.nn.modules.fold import Unfold as Unfold
+from spx.nn.modules.fractional_pool import FractionalMaxPool2d as FractionalMaxPool2d
+from spx.nn.modules.fractional_pool import FractionalMaxPool3d as FractionalMaxPool3d
 from spx.nn.modules.instancenorm import InstanceNorm1d as InstanceNorm1d
 from spx.nn.modules.instancenorm import InstanceNorm2d as InstanceNorm2d
 from spx.nn.modules.instancenorm import InstanceNorm3d as InstanceNorm3d
