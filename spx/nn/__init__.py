@@ -157,6 +157,7 @@ from spx.nn.modules.rnn import LSTMCell as LSTMCell
 from spx.nn.modules.rnn import RNNCell as RNNCell
 from spx.nn.modules.sparse import Embedding as Embedding
 from spx.nn.modules.sparse import EmbeddingBag as EmbeddingBag
+from spx.nn.modules.sync_batchnorm import SyncBatchNorm as SyncBatchNorm
 from spx.nn.modules.transformer import Transformer as Transformer
 from spx.nn.modules.transformer import TransformerDecoder as TransformerDecoder
 from spx.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer

@@ -193,14 +193,23 @@ class _BatchNorm(Module):
         if input.ndim in self._ranks:
             self._materialize_from(input, 1)
         self._check_input(input)
+        return self._local_batch_norm(input, self._count_batch())
+
+    def _count_batch(self) -> Any:
+        """Count a training batch (``num_batches_tracked += 1``); the momentum to use."""
         momentum: Any = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average, as in torch
                 # A recorded value, not torch's float(): reading it would cost a sync per step.
                 momentum = 1.0 / self.num_batches_tracked.float()
+        return momentum
+
+    def _uses_batch_stats(self) -> bool:
         # Batch statistics while training, and in eval when there are no running stats.
-        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        return self.training or (self.running_mean is None and self.running_var is None)
+
+    def _local_batch_norm(self, input: Tensor, momentum: Any) -> Tensor:
         # Running stats are read in eval and updated (in place, by F) in training when tracked.
         pass_stats = not self.training or self.track_running_stats
         return F.batch_norm(
@@ -209,7 +218,7 @@ class _BatchNorm(Module):
             self.running_var if pass_stats else None,
             self.weight,
             self.bias,
-            use_batch_stats,
+            self._uses_batch_stats(),
             momentum,
             self.eps,
         )
