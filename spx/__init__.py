@@ -4,12 +4,13 @@
 top-level functions (``spx.zeros``, ``spx.cat``, ``spx.where``, ...), ``spx.manual_seed``,
 ``spx.device``, ``spx.save``/``spx.load``, dtypes and grad mode (``spx.no_grad``) live here;
 ``spx.nn``, ``spx.optim``, ``spx.data`` (also as ``spx.utils.data``), ``spx.autograd``,
-``spx.cuda``, ``spx.backends``, ``spx.special`` and ``spx.distributed`` mirror their torch
-namesakes.
+``spx.cuda``, ``spx.accelerator``, ``spx.backends``, ``spx.special`` and ``spx.distributed``
+mirror their torch namesakes.
 :func:`spx.compile` fuses a whole training step into one XLA program; :func:`spx.backward` and
 :func:`spx.value_and_grad` are functional forms over Modules.
 """
 
+from spx import accelerator as accelerator
 from spx import amp as amp
 from spx import autograd as autograd
 from spx import backends as backends
