@@ -408,7 +408,9 @@ def _program(key: tuple) -> Any:
         grads = [g if a is None else g + env[a] for g, a in zip(grads, acc_slots, strict=True)]
         return values, grads
 
-    program = jax.jit(run)
+    # keep_unused: an input the program does not read still places it (``x.zero_()`` reads no
+    # value of ``x`` but must run, and leave its result, on ``x``'s device).
+    program = jax.jit(run, keep_unused=True)
     _PROGRAMS[key] = program
     return program
 

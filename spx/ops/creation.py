@@ -21,9 +21,10 @@ import numpy as np
 from spx import _context, _validate
 from spx import random as spx_random
 from spx._host import device_array
-from spx._tensor import numpy_names
+from spx._tensor import graph, numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
+from spx._tensor.placement import known_device
 from spx._tensor.tensor import Tensor
 from spx.device import device as resolve_device
 from spx.ops.types import default_complex_dtype, get_default_dtype
@@ -209,9 +210,27 @@ def full(
     return _made(_fill, static, (fill_value,), device, requires_grad)
 
 
+def _fill_reading(_like: Any, value: Any, shape: tuple, dtype: Any) -> Any:
+    return jnp.full(shape, value, dtype)
+
+
+def _device_of_input(input: Any, device: Any) -> Any:
+    """torch's ``*_like`` default: ``input``'s device (None: it has none of its own)."""
+    return known_device(input) if device is None and isinstance(input, Tensor) else None
+
+
 def _like(fn: str, input: Any, value: Any, dtype: Any, device: Any, requires_grad: bool):
     like = input if isinstance(input, Tensor) else as_tensor(input)
     static = (tuple(like.shape), canonical(like.dtype if dtype is None else dtype))
+    if _device_of_input(input, device) is not None:
+        # Made on input's device, as torch's: a fill that reads input (without its history)
+        # runs where input is, in the program that computes input if it is pending.
+        previous = graph.set_grad_enabled_flag(False)
+        try:
+            out = apply(_fill_reading, static, (input, value))
+        finally:
+            graph.set_grad_enabled_flag(previous)
+        return _finish(out, None, requires_grad)
     return _made(_fill, static, (value,), device, requires_grad)
 
 
@@ -325,22 +344,27 @@ def rand(*size: Any, generator=None, dtype=None, device=None, requires_grad=Fals
     return _made(_uniform, static, (_key(generator),), device, requires_grad)
 
 
+def _key_for(generator: Any, input: Any, device: Any) -> Any:
+    """The next key; on ``input``'s device for a ``*_like`` draw (the draw runs there)."""
+    key = _key(generator)
+    target = _device_of_input(input, device)
+    return key if target is None else jax.device_put(key, target)
+
+
 def randn_like(
     input: Any, *, generator=None, dtype=None, device=None, requires_grad=False, **_
 ) -> Tensor:
-    return randn(
-        *input.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-        requires_grad=requires_grad,
-    )  # fmt: skip
+    static = (tuple(input.shape), _float_dtype(dtype or input.dtype, "randn_like"))
+    key = _key_for(generator, input, device)
+    return _made(_normal, static, (key,), device, requires_grad)
 
 
 def rand_like(
     input: Any, *, generator=None, dtype=None, device=None, requires_grad=False, **_
 ) -> Tensor:
-    return rand(
-        *input.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-        requires_grad=requires_grad,
-    )  # fmt: skip
+    static = (tuple(input.shape), _float_dtype(dtype or input.dtype, "rand_like"))
+    key = _key_for(generator, input, device)
+    return _made(_uniform, static, (key,), device, requires_grad)
 
 
 def randint(
@@ -371,8 +395,11 @@ def randint_like(
 ):
     if high is None:
         low, high = 0, low
-    shape = tuple(input.shape)
-    return randint(low, high, shape, generator=generator, dtype=dtype or input.dtype, device=device)
+    if high <= low:
+        raise ValueError(f"spx.randint_like: expected low < high, got low={low}, high={high}")
+    static = (tuple(input.shape), _dtype(dtype or input.dtype, jnp.int32))
+    key = _key_for(generator, input, device)
+    return _made(_randint, static, (key, low, high), device, False)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:

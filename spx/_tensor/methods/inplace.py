@@ -16,6 +16,7 @@ import numpy as np
 
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
+from spx._tensor.placement import known_device, moved_to
 
 
 def _full_like(x: Any, value: Any) -> Any:
@@ -26,35 +27,41 @@ def _astype(x: Any, dtype: Any) -> Any:
     return x.astype(dtype)
 
 
-def _uniform(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
+# The random fills take the tensor they overwrite as their first input and ignore it: reading it
+# runs the draw on that tensor's device (see spx/_tensor/placement.py).
+def _uniform(_into: Any, key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.uniform(key, shape, dtype, lo, hi)
 
 
-def _normal(key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
+def _normal(_into: Any, key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
     return mean + std * jax.random.normal(key, shape, dtype)
 
 
-def _bernoulli(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+def _bernoulli_p(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.bernoulli(key, p, shape).astype(dtype)
 
 
-def _exponential(key: Any, lambd: Any, shape: tuple, dtype: Any) -> Any:
+def _bernoulli(_into: Any, key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+    return _bernoulli_p(key, p, shape, dtype)
+
+
+def _exponential(_into: Any, key: Any, lambd: Any, shape: tuple, dtype: Any) -> Any:
     return (jax.random.exponential(key, shape, jnp.float32) / lambd).astype(dtype)
 
 
-def _cauchy(key: Any, median: Any, sigma: Any, shape: tuple, dtype: Any) -> Any:
+def _cauchy(_into: Any, key: Any, median: Any, sigma: Any, shape: tuple, dtype: Any) -> Any:
     return (median + sigma * jax.random.cauchy(key, shape, jnp.float32)).astype(dtype)
 
 
-def _log_normal(key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
+def _log_normal(_into: Any, key: Any, mean: Any, std: Any, shape: tuple, dtype: Any) -> Any:
     return jnp.exp(mean + std * jax.random.normal(key, shape, jnp.float32)).astype(dtype)
 
 
-def _geometric(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+def _geometric(_into: Any, key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.geometric(key, p, shape).astype(dtype)
 
 
-def _randint(key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
+def _randint(_into: Any, key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
     return jax.random.randint(key, shape, lo, hi, jnp.int32).astype(dtype)
 
 
@@ -108,6 +115,16 @@ def _key(generator: Any) -> Any:
     return spx_random.key_for(generator)
 
 
+def _key_on(t: Any, generator: Any) -> Any:
+    """The next key, on ``t``'s device (a draw runs where its key and ``t`` are)."""
+    return moved_to(_key(generator), known_device(t))
+
+
+def _draw_args(into: Any, generator: Any, *params: Any) -> tuple:
+    """A random fill's inputs: the tensor it overwrites, the key (on its device), ``params``."""
+    return (into, _key_on(into, generator), *params)
+
+
 class InplaceMethods:
     """In-place updates."""
 
@@ -125,7 +142,8 @@ class InplaceMethods:
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Any:
         """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
-        return self._assign_op(_copy_into, (), (self, src))
+        # From another device as torch's cross-device copy: moved here first.
+        return self._assign_op(_copy_into, (), (self, moved_to(src, known_device(self))))
 
     def fill_(self, value: Any) -> Any:
         if getattr(value, "ndim", 0):
@@ -133,7 +151,7 @@ class InplaceMethods:
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions. (To write a tensor's values: x.copy_(value).)"
             )
-        return self._assign_op(_full_like, (), (self, value))
+        return self._assign_op(_full_like, (), (self, moved_to(value, known_device(self))))
 
     def zero_(self) -> Any:
         return self._assign_op(_full_like, (), (self, 0))
@@ -150,47 +168,47 @@ class InplaceMethods:
 
     def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> Any:
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_uniform, static, (_key(generator), from_, to))
+        return self._assign_op(_uniform, static, _draw_args(self, generator, from_, to))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_normal, static, (_key(generator), mean, std))
+        return self._assign_op(_normal, static, _draw_args(self, generator, mean, std))
 
     def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Any:
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_bernoulli, static, (_key(generator), p))
+        return self._assign_op(_bernoulli, static, _draw_args(self, generator, p))
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Any:
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_exponential, static, (_key(generator), lambd))
+        return self._assign_op(_exponential, static, _draw_args(self, generator, lambd))
 
     def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Any:
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_cauchy, static, (_key(generator), median, sigma))
+        return self._assign_op(_cauchy, static, _draw_args(self, generator, median, sigma))
 
     def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Any:
         """Samples whose logarithm is normal with ``mean`` and ``std``."""
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_log_normal, static, (_key(generator), mean, std))
+        return self._assign_op(_log_normal, static, _draw_args(self, generator, mean, std))
 
     def geometric_(self, p: float, *, generator: Any = None) -> Any:
         """Number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_geometric, static, (_key(generator), p))
+        return self._assign_op(_geometric, static, _draw_args(self, generator, p))
 
     def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Any:
         if to is None:
             from_, to = 0, from_ if from_ else 2**24
         static = (tuple(self.shape), np.dtype(self.dtype))
-        return self._assign_op(_randint, static, (_key(generator), from_, to))
+        return self._assign_op(_randint, static, _draw_args(self, generator, from_, to))
 
     # -- random draws (not in place) ----------------------------------------------------------
     def bernoulli(self, p: Any = None, *, generator: Any = None) -> Any:
         """0/1 draws with probability ``self`` (or ``p``), in ``self``'s dtype."""
         if p is not None:
             static = (tuple(self.shape), np.dtype(self.dtype))
-            return apply(_bernoulli, static, (_key(generator), p))
-        return apply(_bernoulli_of, (), (_key(generator), self))
+            return apply(_bernoulli_p, static, (_key_on(self, generator), p))
+        return apply(_bernoulli_of, (), (_key_on(self, generator), self))
 
     def multinomial(
         self, num_samples: int, replacement: bool = False, *, generator: Any = None
@@ -221,7 +239,7 @@ class InplaceMethods:
         host = _host(self)
         if host is not None and (not np.all(np.isfinite(host)) or np.any(host < 0)):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        return apply(_multinomial, (n, bool(replacement)), (_key(generator), self))
+        return apply(_multinomial, (n, bool(replacement)), (_key_on(self, generator), self))
 
     # Arithmetic operators in place: ``x += y`` is ``x.add_(y)`` in torch.
     def __iadd__(self, other: Any) -> Any:
