@@ -20,6 +20,7 @@ The parameter names are torch's (``head.weight``, ``head.bias``, ``tail.0.0.weig
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +37,13 @@ from spx.nn.modules.container import ModuleList, Sequential
 from spx.nn.modules.linear import Linear
 
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])  # torch's name and fields
+_UNKNOWN_TARGETS = (
+    "AdaptiveLogSoftmaxWithLoss: the targets are not known while spx.compile traces the step, so "
+    "every cluster is evaluated: a cluster with no target in a batch gets zero gradients, where "
+    "torch's are None. With SGD without momentum or weight decay that is the same update; with "
+    "Adam, momentum or weight decay those clusters' weights move where torch's do not. For "
+    "torch's exact numbers, run this step without spx.compile."
+)
 
 
 def _check_cutoffs(cutoffs: list[Any], n_classes: int) -> None:
@@ -204,6 +212,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             a NaN output (and loss).
         """
         values = self._check_forward(input, target)
+        if values is None and spx.is_grad_enabled() and self.training:
+            warnings.warn(_UNKNOWN_TARGETS, stacklevel=2)
         x, t = spx.as_tensor(input), spx.as_tensor(target)
         batched = t.ndim > 0
         if not batched:
@@ -221,7 +231,10 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             if values is not None and not ((values >= low) & (values < high)).any():
                 continue  # no target in this cluster: torch does not evaluate it either
             in_cluster = (t >= low) & (t < high)
-            cluster_logprob = F.log_softmax(self.tail[i - 1](x), dim=1)
+            # Rows of other clusters see zeros: their results are masked out below, and a
+            # cluster's overflowing logits on such a row would turn the zero gradient into NaN.
+            xc = spx.where(in_cluster.unsqueeze(1), x, 0.0)
+            cluster_logprob = F.log_softmax(self.tail[i - 1](xc), dim=1)
             relative = (t - low).clamp(0, high - low - 1)
             local = cluster_logprob.gather(1, relative.unsqueeze(1)).squeeze(1)
             output = output + spx.where(in_cluster, local, 0.0)
@@ -250,8 +263,11 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             ``(N, n_classes)``.
 
         Example:
+            >>> import spx
+            >>> from spx import nn
             >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10])
-            >>> asm.log_prob(spx.randn(3, 8)).exp().sum(1)  # ones
+            >>> bool(asm.log_prob(spx.randn(3, 8)).exp().sum(1).allclose(spx.ones(3)))
+            True
         """
         _check_2d(input, "log_prob")
         x = spx.as_tensor(input)
@@ -271,6 +287,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             ``(N,)`` class indices (int32, as spx's ``argmax``; torch's are int64).
 
         Example:
+            >>> import spx
+            >>> from spx import nn
             >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10])
             >>> asm.predict(spx.randn(3, 8)).shape
             spx.Size([3])
