@@ -130,8 +130,10 @@ def _refused(rank, out):
     def step(bn, x):
         bn(x).sum().backward()
 
+    closing_over = spx.compile(lambda: bn(x).sum())  # the input is not an argument here
     errors = []
-    for run in (lambda: step(bn, x), lambda: spx.backward(lambda m: m(x).sum(), bn)):
+    runs = (lambda: step(bn, x), lambda: spx.backward(lambda m: m(x).sum(), bn), closing_over)
+    for run in runs:
         try:
             run()
         except RuntimeError as e:
@@ -145,10 +147,25 @@ def test_compiled_and_functional_steps_that_must_synchronize_raise_with_the_fix(
     out = run_ranks(_refused, 2)
     for r in range(2):
         errors, evaluated = out[r]
-        assert len(errors) == 2, errors
+        assert len(errors) == 3, errors
         assert "not inside spx.compile" in errors[0] and "nn.BatchNorm" in errors[0]
         assert "loss.backward()" in errors[1]
+        assert errors[2] == errors[0]
         assert evaluated.shape == (4, 3)
+
+
+def _one_value(rank, out):
+    dist.init_process_group()
+    try:
+        nn.SyncBatchNorm(3)(spx.ones(1 - rank, 3))  # one row on rank 0, none on rank 1
+    except ValueError as e:
+        out[rank] = str(e)
+
+
+def test_a_global_batch_of_one_value_per_channel_is_refused_as_batchnorm_refuses_it():
+    out = run_ranks(_one_value, 2)
+    for r in range(2):
+        assert "Expected more than 1 value per channel when training, got 1" in out[r]
 
 
 # -- one process, no process group: torch's layer ---------------------------------------------

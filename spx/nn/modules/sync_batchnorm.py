@@ -61,7 +61,7 @@ def _all_reduced(t: Tensor, group: Any) -> Tensor:
     return out
 
 
-def _summed_over_ranks(t: Tensor, group: Any) -> Tensor:
+def _summed_over_ranks(t: Tensor, group: Any) -> tuple[Tensor, jax.Array]:
     """``t`` summed over the ranks of ``group``; its gradient flows back summed over the ranks.
 
     Every rank's result depends on every rank's ``t``, so the gradient reaching a rank's ``t``
@@ -69,10 +69,10 @@ def _summed_over_ranks(t: Tensor, group: Any) -> Tensor:
     """
     total = _all_reduced(t.detach(), group)
     if not t.requires_grad:
-        return total
+        return total, total._data
     t.register_hook(lambda g: _all_reduced(g, group))
     # The value is exactly ``total`` (t - t.detach() is 0); the gradient reaches ``t``.
-    return total + (t - t.detach())
+    return total + (t - t.detach()), total._data
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -159,7 +159,9 @@ class SyncBatchNorm(_BatchNorm):
             return self._local_batch_norm(input, momentum)
         if graph.STATE.jax_backward:
             raise RuntimeError(_UNDER_JAX_BACKWARD.format(n=world))
-        if isinstance(input._data, jax.core.Tracer):
+        # Traced: the input, or (an input the step closes over) the module's own state.
+        state = [t for t in (input, self.weight, self.running_mean) if t is not None]
+        if any(isinstance(t._data, jax.core.Tracer) for t in state):
             raise RuntimeError(_IN_COMPILE.format(n=world))
         return self._synced(input, momentum)
 
@@ -171,11 +173,17 @@ class SyncBatchNorm(_BatchNorm):
         x = input.to(jnp.promote_types(input.dtype, jnp.float32))
         # The count rides along with the sums: ranks may hold batches of different sizes.
         count = full((1,), float(input.numel() // c), dtype=x.dtype, device=x.device)
-        sums = _summed_over_ranks(cat([x.sum(dims), count]), self.process_group)
+        sums, computed = _summed_over_ranks(cat([x.sum(dims), count]), self.process_group)
+        if float(computed[c]) <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got "
+                f"{int(computed[c])} in all ranks' batches together (input size "
+                f"{tuple(input.shape)} on this rank); use a larger batch"
+            )
         n = sums[c]
         mean = sums[:c] / n
         centered = x - mean.reshape(shape)
-        var = _summed_over_ranks((centered * centered).sum(dims), self.process_group) / n
+        var = _summed_over_ranks((centered * centered).sum(dims), self.process_group)[0] / n
         out = centered * (var + self.eps).rsqrt().reshape(shape)
         if self.weight is not None:
             out = out * self.weight.reshape(shape)
