@@ -41,9 +41,10 @@ def known_device(t: Any) -> jax.Device | None:
     """The device ``t`` (a Tensor) is on, if committed to one; None otherwise. Computes nothing.
 
     Example:
-        >>> import jax, spx
-        >>> x = spx.ones(2).to(jax.devices()[0])
-        >>> known_device(x * 2) == jax.devices()[0]
+        >>> import jax, jax.numpy as jnp, spx
+        >>> dev = jax.devices()[0]
+        >>> x = spx.as_tensor(jax.device_put(jnp.ones(2), dev))  # committed to dev
+        >>> known_device(x * 2) == dev
         True
         >>> known_device(spx.ones(2)) is None  # made without a device: the default device
         True

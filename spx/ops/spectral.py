@@ -140,6 +140,11 @@ def _check_padding(t: Tensor, pad: int, mode: str) -> None:
             f"stft: unrecognised pad_mode {mode!r}; use one of {', '.join(map(repr, _PAD_MODES))}"
         )
     length = t.shape[-1]
+    if mode == "replicate" and length == 0 and pad > 0:
+        raise RuntimeError(
+            "stft: center=True with pad_mode='replicate' repeats the edge samples of the "
+            "signal, but it is empty (length 0); pass a non-empty signal"
+        )
     if (mode == "reflect" and pad >= length) or (mode == "circular" and pad > length):
         limit = "less than" if mode == "reflect" else "at most"
         raise RuntimeError(

@@ -427,3 +427,13 @@ def test_istft_window_errors():
             fn(torch)
         with pytest.raises(RuntimeError, match=match):
             fn(spx)
+
+
+def test_replicate_padding_of_an_empty_signal_is_refused_with_the_fix():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError):  # torch's message is about the padding kernel
+        torch.stft(torch.zeros(0), 8, window=torch.hann_window(8), pad_mode="replicate",
+                   return_complex=True)  # fmt: skip
+    with pytest.raises(RuntimeError, match=r"pad_mode='replicate'.*empty"):
+        spx.stft(spx.zeros(0), 8, window=spx.hann_window(8), pad_mode="replicate",
+                 return_complex=True)  # fmt: skip

@@ -296,7 +296,7 @@ def fractional_max_pool2d_with_indices(
         >>> import spx.nn.functional as F
         >>> out, idx = F.fractional_max_pool2d_with_indices(spx.randn(1, 2, 9, 9), 2, 4)
         >>> idx.shape, idx.dtype
-        (spx.Size([1, 2, 4, 4]), spx.int32)
+        (spx.Size([1, 2, 4, 4]), dtype('int32'))
     """
     return _fractional(
         input, kernel_size, output_size, output_ratio, _random_samples, key, 2,

@@ -17,8 +17,8 @@ used: its nearest rounds differently and it antialiases when downsampling.
 downsampling (``support = interp_size / 2 * scale`` for ``scale >= 1``, else
 ``interp_size / 2``), the weights normalized to sum to 1. Each spatial dim is then one matrix
 product (W first, then H, as torch), with the weights built here in torch's precision. Not
-copied from torch's CPU kernel: its forward repeats the first output row when only H changes
-and W == 1 (a stride bug; its backward is right), and it rejects float16/bfloat16, which spx
+copied from torch's CPU kernel: its forward repeats the first output row whenever the output
+width is 1 (a stride bug; its backward is right), and it rejects float16/bfloat16, which spx
 computes in float32 like torch's CUDA kernel.
 
 Gradients are JAX's transposes of the gathers (scatter-adds), which is what torch's backward

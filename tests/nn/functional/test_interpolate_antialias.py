@@ -127,21 +127,22 @@ def test_unchanged_size_from_a_scale_factor(mode):
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
-def test_single_column_input_is_resized_correctly(mode):
-    # torch's CPU forward is wrong when only H changes and W == 1 (every output row repeats
-    # the first: its vertical pass mis-strides); its transposed problem (H == 1, W resized)
+@pytest.mark.parametrize(("in_hw", "out_hw"), [((9, 1), (4, 1)), ((13, 4), (4, 1))])
+def test_single_column_output_is_resized_correctly(mode, in_hw, out_hw):
+    # torch's CPU forward is wrong whenever the output width is 1 (every output row repeats
+    # the first: its vertical pass mis-strides); its transposed problem (output height 1)
     # and its backward are right, and spx agrees with those.
-    x = randn(np.random.default_rng(2), 2, 3, 9, 1)
+    x = randn(np.random.default_rng(2), 2, 3, *in_hw)
     xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2))
     kw = dict(mode=mode, antialias=True)
-    want = TF.interpolate(torch.tensor(xt), size=(1, 4), **kw).numpy().transpose(0, 1, 3, 2)
+    want = TF.interpolate(torch.tensor(xt), size=out_hw[::-1], **kw).numpy().transpose(0, 1, 3, 2)
     t = spx.tensor(x, requires_grad=True)
-    got = F.interpolate(t, size=(4, 1), **kw)
+    got = F.interpolate(t, size=out_hw, **kw)
     assert_close(got, want, RTOL, ATOL)
     g = np.random.default_rng(3).standard_normal(want.shape).astype(np.float32)
     (got * spx.tensor(g)).sum().backward()
     xr = torch.tensor(x, requires_grad=True)
-    (TF.interpolate(xr, size=(4, 1), **kw) * torch.tensor(g)).sum().backward()
+    (TF.interpolate(xr, size=out_hw, **kw) * torch.tensor(g)).sum().backward()
     assert_close(t.grad, xr.grad, RTOL, ATOL)
 
 
