@@ -36,6 +36,17 @@ from spx._tensor.grad_mode import is_grad_enabled as is_grad_enabled
 from spx._tensor.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from spx._tensor.grad_mode import no_grad as no_grad
 from spx._tensor.grad_mode import set_grad_enabled as set_grad_enabled
+from spx._tensor.legacy_types import BFloat16Tensor as BFloat16Tensor
+from spx._tensor.legacy_types import BoolTensor as BoolTensor
+from spx._tensor.legacy_types import ByteTensor as ByteTensor
+from spx._tensor.legacy_types import CharTensor as CharTensor
+from spx._tensor.legacy_types import DoubleTensor as DoubleTensor
+from spx._tensor.legacy_types import FloatTensor as FloatTensor
+from spx._tensor.legacy_types import HalfTensor as HalfTensor
+from spx._tensor.legacy_types import IntTensor as IntTensor
+from spx._tensor.legacy_types import LongTensor as LongTensor
+from spx._tensor.legacy_types import ShortTensor as ShortTensor
+from spx._tensor.legacy_types import set_default_tensor_type as set_default_tensor_type
 from spx._tensor.printing import set_printoptions as set_printoptions
 from spx._tensor.tensor import Tensor as Tensor
 from spx._tensor.tensor import is_tensor as is_tensor

@@ -182,4 +182,18 @@ def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
 
 
+# torch.cuda's legacy tensor types (spx.cuda.FloatTensor, ...): tensors on spx.device("cuda").
+from spx._tensor.legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
 from spx.cuda import amp as amp  # noqa: E402 - needs the functions above (GradScaler)
+
+BFloat16Tensor = _CUDA_TYPES["BFloat16Tensor"]
+BoolTensor = _CUDA_TYPES["BoolTensor"]
+ByteTensor = _CUDA_TYPES["ByteTensor"]
+CharTensor = _CUDA_TYPES["CharTensor"]
+DoubleTensor = _CUDA_TYPES["DoubleTensor"]
+FloatTensor = _CUDA_TYPES["FloatTensor"]
+HalfTensor = _CUDA_TYPES["HalfTensor"]
+IntTensor = _CUDA_TYPES["IntTensor"]
+LongTensor = _CUDA_TYPES["LongTensor"]
+ShortTensor = _CUDA_TYPES["ShortTensor"]
+__all__ += [*_CUDA_TYPES]

@@ -264,10 +264,39 @@ class ConvertMethods:
     def cuda(self, device: Any = None, non_blocking: bool = False, memory_format=None) -> Any:
         return self.to("cuda" if device is None else f"cuda:{int(getattr(device, 'id', device))}")
 
-    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
-        if dtype is None:
-            return f"spx.{np.dtype(self.dtype).name}"
-        return self.to(dtype)
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """With no ``dtype``, this tensor's legacy type name; else ``self`` converted (mirrors
+        ``torch.Tensor.type``).
+
+        ``t.type()`` is torch's string with ``spx``: ``"spx.FloatTensor"``, on a GPU
+        ``"spx.cuda.FloatTensor"``; an int32 tensor is ``"spx.LongTensor"`` unless
+        ``jax_enable_x64`` is on (int32 is what spx holds torch's int64 in; see
+        :mod:`spx._tensor.legacy_types`).
+
+        Args:
+            dtype: a type name (``"spx.LongTensor"``, ``"spx.cuda.FloatTensor"``,
+                ``"spx.Tensor"`` for the default type), a legacy type (``spx.LongTensor``) or a
+                dtype (``spx.int64``). A type also sets the device type (a CUDA type moves the
+                tensor to ``"cuda"``); a dtype keeps the device.
+            non_blocking: accepted, as torch's (transfers are JAX's to schedule).
+            **kwargs: ``memory_format`` (accepted; spx has no memory formats).
+
+        Returns:
+            The name (a str), or the converted tensor: ``self`` when it already has that type.
+
+        Raises:
+            ValueError: a name or class that is no tensor type (torch's error).
+            TypeError: ``dtype`` is neither a type, a str nor a dtype (torch's error).
+
+        Example:
+            >>> import spx
+            >>> x = spx.tensor([1.5, 2.5])
+            >>> x.type(), x.type("spx.LongTensor").tolist(), x.type(spx.FloatTensor) is x
+            ('spx.FloatTensor', [1, 2], True)
+        """
+        from spx._tensor import legacy_types
+
+        return legacy_types.tensor_type(self, dtype, non_blocking, kwargs)
 
     def type_as(self, other: Any) -> Any:
         return self.to(other.dtype)
