@@ -7,11 +7,14 @@ helpers find that frame so messages and warnings can point at it.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import sys
 import sysconfig
+import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType, TracebackType
 
@@ -112,6 +115,22 @@ def from_stack(skip: int = 1) -> Location | None:
     return None
 
 
+_REPLAY = threading.local()
+
+
+@contextlib.contextmanager
+def replaying() -> Iterator[None]:
+    """While spx replays recorded operations into a program: their :func:`warn` calls are
+    silent (each warned when it was recorded, at the user's line; the replay happens later, at
+    whatever line computes the value, e.g. ``loss.item()``)."""
+    previous = getattr(_REPLAY, "on", False)
+    _REPLAY.on = True
+    try:
+        yield
+    finally:
+        _REPLAY.on = previous
+
+
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn at the innermost user frame of the stack (not at spx's own code).
 
@@ -124,6 +143,8 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         >>> with warnings.catch_warnings(record=True):
         ...     warn("deprecated argument")
     """
+    if getattr(_REPLAY, "on", False):
+        return
     where = from_stack(2)
     if where is None:
         warnings.warn(message, category, stacklevel=3)

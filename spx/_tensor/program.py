@@ -30,6 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from spx import _user_code
 from spx._tensor.graph import LEAF, NO_GRADIENT, STATE, Node, Storage, take_pending
 
 BACKWARD_TWICE = (
@@ -360,6 +361,10 @@ def _program(key: tuple) -> Any:
     dependent_primals = any(slot_dep[source] for _, source in diffs_at)
 
     def replay(env: list, want_dep: bool) -> None:
+        with _user_code.replaying():
+            _replay(env, want_dep)
+
+    def _replay(env: list, want_dep: bool) -> None:
         for dep, first, fn, static, ins, n_out in ops:
             if dep is want_dep:
                 out = fn(*[env[s] for s in ins], *static)

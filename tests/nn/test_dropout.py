@@ -1,5 +1,7 @@
 """Dropout modules: train/eval behaviour, mask statistics, RNG source, grads, repr (torch.nn)."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -153,3 +155,13 @@ def test_alpha_dropout_keeps_mean_and_variance():
     y = np.asarray(AlphaDropout(0.2)(x))
     assert abs(y.mean()) < 0.03 and abs(y.std() - 1.0) < 0.03
     np.testing.assert_array_equal(np.asarray(AlphaDropout(0.2).eval()(x)), np.asarray(x))
+
+
+def test_a_shape_warning_is_given_once_at_the_call_not_again_where_the_value_is_computed():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = spx.nn.functional.dropout2d(spx.ones(2, 3, 4), 0.5)  # 3-D: torch's warning
+        float(y.sum())  # computes the recorded call
+    messages = [w for w in caught if "dropout2d" in str(w.message)]
+    assert len(messages) == 1
+    assert messages[0].filename == __file__
