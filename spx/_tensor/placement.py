@@ -8,7 +8,9 @@ torch keeps a tensor on its device through in-place writes (``x.zero_()``, ``x.c
 * the device of a tensor is the committed device of its value, or, while it is pending, of the
   first committed value among the values it is computed from (:func:`known_device`);
 * an in-place write reads the tensor it overwrites (so its program runs there), and a source
-  held on another device is moved first (:func:`moved_to`), as torch's cross-device copy.
+  committed to another device is moved to the tensor's own (:func:`current_device`, which knows
+  a computed value's device even when it is not committed) first (:func:`moved_to`), as torch's
+  cross-device copy.
 
 A tensor with no committed value in its history is on JAX's default device, wherever it is
 computed: ``known_device`` returns None for it and nothing is moved.
@@ -68,6 +70,36 @@ def known_device(t: Any) -> jax.Device | None:
             continue
         todo.extend(i[0] for i in node.inputs if type(i) is tuple)
     return None
+
+
+def current_device(t: Any) -> jax.Device | None:
+    """The device ``t``'s value is on if it is computed (committed or not), else where it will
+    be computed (:func:`known_device`, or JAX's default device): where an in-place write into
+    ``t`` must leave it.
+
+    Example:
+        >>> import jax, spx
+        >>> current_device(spx.tensor([1.0, 2.0])) == jax.devices()[0]  # the default device
+        True
+    """
+    s = t._cur()
+    values = s.node.values
+    if values is not None:
+        value = values[s.idx]
+        if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
+            try:
+                devices = value.devices()
+            except RuntimeError:  # a deleted (donated) array
+                return None
+            return next(iter(devices)) if len(devices) == 1 else None
+        return None
+    # Pending: where its committed inputs are, else where JAX runs what has none.
+    return known_device(t) or _default_device()
+
+
+def _default_device() -> jax.Device:
+    default = jax.config.jax_default_device
+    return default if isinstance(default, jax.Device) else jax.devices()[0]
 
 
 def moved_to(x: Any, device: jax.Device | None) -> Any:

@@ -54,6 +54,18 @@ def test_fill_and_copy_from_another_device_copy_across_as_torch_does():
     assert y.device == DEV1 and y.tolist() == [6.0, 7.0]
 
 
+def test_an_uncommitted_tensor_stays_where_it_is_when_filled_from_another_device():
+    """A tensor on the default device without being committed to it (``spx.zeros(1).cuda()``
+    on a GPU machine: moving to the device it is on already) filled from a scalar held
+    elsewhere (``.cpu()``) stays where it was."""
+    x = spx.zeros(1).to(DEV0)
+    x.fill_(on1(1.0, 2.0).sum())
+    assert x.device == DEV0 and x.tolist() == [3.0]
+    y = spx.zeros(2).to(DEV0)
+    y.copy_(on1(4.0, 5.0))
+    assert y.device == DEV0 and y.tolist() == [4.0, 5.0]
+
+
 @pytest.mark.parametrize(
     "make",
     [

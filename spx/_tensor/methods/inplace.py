@@ -16,7 +16,7 @@ import numpy as np
 
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
-from spx._tensor.placement import known_device, moved_to
+from spx._tensor.placement import current_device, moved_to
 
 
 def _full_like(x: Any, value: Any) -> Any:
@@ -117,7 +117,7 @@ def _key(generator: Any) -> Any:
 
 def _key_on(t: Any, generator: Any) -> Any:
     """The next key, on ``t``'s device (a draw runs where its key and ``t`` are)."""
-    return moved_to(_key(generator), known_device(t))
+    return moved_to(_key(generator), current_device(t))
 
 
 def _draw_args(into: Any, generator: Any, *params: Any) -> tuple:
@@ -143,7 +143,7 @@ class InplaceMethods:
     def copy_(self, src: Any, non_blocking: bool = False) -> Any:
         """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
         # From another device as torch's cross-device copy: moved here first.
-        return self._assign_op(_copy_into, (), (self, moved_to(src, known_device(self))))
+        return self._assign_op(_copy_into, (), (self, moved_to(src, current_device(self))))
 
     def fill_(self, value: Any) -> Any:
         if getattr(value, "ndim", 0):
@@ -151,7 +151,7 @@ class InplaceMethods:
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions. (To write a tensor's values: x.copy_(value).)"
             )
-        return self._assign_op(_full_like, (), (self, moved_to(value, known_device(self))))
+        return self._assign_op(_full_like, (), (self, moved_to(value, current_device(self))))
 
     def zero_(self) -> Any:
         return self._assign_op(_full_like, (), (self, 0))
