@@ -20,6 +20,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.spectral` — ``stft``, ``istft``
 * :mod:`.unravel` — ``unravel_index``; :mod:`.vandermonde` — ``vander``
 * :mod:`.predicates` — ``is_same_size``, ``is_signed``
+* :mod:`.out` — the ``out=`` keyword every function here takes
 * :mod:`.deprecated` — ``range``, ``chain_matmul`` (with torch's deprecation warnings)
 
 Arguments may be Tensors, ``jax.Array``, numpy arrays or Python numbers (:mod:`._args`).
@@ -88,3 +89,8 @@ __all__ = [
     *unravel.__all__,
     *vandermonde.__all__,
 ]
+
+# torch's out= keyword on every function here that returns tensors (spx/ops/out.py).
+from spx.ops.out import add_out as _add_out
+
+_add_out(globals(), __all__, set(creation.__all__))
