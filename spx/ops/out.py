@@ -14,13 +14,17 @@ tensors. torch's rules hold:
   torch's "functions with out=... arguments don't support automatic differentiation".
 
 Before, the creation functions (``spx.zeros``, ``spx.arange``, ``spx.randn``, ...) accepted and
-silently ignored ``out=``; the others raised TypeError.
+silently ignored ``out=``; the others raised TypeError. Those functions take torch's memory
+arguments, which mean nothing on JAX (``layout``, ``pin_memory``, ``memory_format``), through
+``**kwargs``; any other keyword there (a misspelt ``dtpye=``) now raises TypeError, as in torch,
+instead of being ignored.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -82,6 +86,29 @@ def _write_one(name: str, result: Tensor, out: Tensor) -> None:
     out._assign(result)  # casts as torch (same kind only), writing through to a view's base
 
 
+# torch's memory-layout keywords: accepted and ignored by the functions taking **kwargs.
+_IGNORED = frozenset({"layout", "pin_memory", "memory_format"})
+
+
+def _named_keywords(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords ``fn`` takes by name plus torch's ignored ones, if it has ``**kwargs``."""
+    params = inspect.signature(fn).parameters.values()
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return _IGNORED | {
+        p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def _refuse_unknown(name: str, named: frozenset[str], kwargs: dict[str, Any]) -> None:
+    unknown = sorted(set(kwargs) - named)
+    raise TypeError(
+        f"{name}() got an unexpected keyword argument {unknown[0]!r}; it takes "
+        f"{', '.join(sorted(named - _IGNORED))} (and torch's {', '.join(sorted(_IGNORED))}, "
+        "which spx ignores)"
+    )
+
+
 def accepts_out(fn: Callable[..., Any], dtype_from_out: bool = False) -> Callable[..., Any]:
     """``fn`` with torch's ``out=`` keyword (see the module docstring).
 
@@ -97,8 +124,12 @@ def accepts_out(fn: Callable[..., Any], dtype_from_out: bool = False) -> Callabl
         (True, [3.0, 3.0])
     """
 
+    named = _named_keywords(fn)
+
     @functools.wraps(fn)
     def with_out(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if named is not None and not named.issuperset(kwargs):
+            _refuse_unknown(fn.__name__, named, kwargs)
         if out is None:
             return fn(*args, **kwargs)
         if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, Tensor):
@@ -116,5 +147,10 @@ def add_out(namespace: dict[str, Any], names: list[str], creating: set[str]) -> 
         if not inspect.isfunction(fn):
             continue
         params = inspect.signature(fn).parameters
-        if "out" not in params:
-            namespace[name] = accepts_out(fn, name in creating and "dtype" in params)
+        if "out" in params:
+            continue
+        wrapped = namespace[name] = accepts_out(fn, name in creating and "dtype" in params)
+        # The defining module holds it too: pickle finds functions by module and name.
+        module = sys.modules.get(fn.__module__)
+        if module is not None and getattr(module, fn.__name__, None) is fn:
+            setattr(module, fn.__name__, wrapped)

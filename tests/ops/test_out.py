@@ -129,3 +129,16 @@ def test_torchs_errors():
         spx.numel(spx.ones(2), out=spx.zeros(1))  # returns an int: torch has no out= either
     with pytest.raises(TypeError, match="argument 'out' must be a Tensor"):
         spx.add(spx.ones(2), 1, out=np.zeros(2))
+
+
+def test_torchs_memory_keywords_are_accepted_and_other_keywords_refused():
+    torch.zeros(2, layout=torch.strided, pin_memory=False)
+    assert spx.zeros(2, layout=None, pin_memory=False).tolist() == [0.0, 0.0]
+    assert spx.empty_like(spx.ones(2), memory_format=None).shape == (2,)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtpye'"):
+        torch.zeros(2, dtpye=torch.int32)
+    match = r"unexpected keyword argument 'dtpye'.*takes device, dtype"
+    with pytest.raises(TypeError, match=match):
+        spx.zeros(2, dtpye=spx.int32)  # was ignored: a float32 tensor came back
+    with pytest.raises(TypeError, match="unexpected keyword argument 'requires_grads'"):
+        spx.randn_like(spx.ones(2), requires_grads=True)
