@@ -20,6 +20,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.spectral` — ``stft``, ``istft``
 * :mod:`.unravel` — ``unravel_index``; :mod:`.vandermonde` — ``vander``
 * :mod:`.predicates` — ``is_same_size``, ``is_signed``
+* :mod:`.foreach` — torch's ``_foreach_*`` list-wise operations (``_foreach_mul_``, ...)
 * :mod:`.out` — the ``out=`` keyword every function here takes
 * :mod:`.deprecated` — ``range``, ``chain_matmul`` (with torch's deprecation warnings)
 
@@ -30,6 +31,7 @@ from spx.ops import comparison as comparison
 from spx.ops import complex_numbers as complex_numbers
 from spx.ops import creation as creation
 from spx.ops import deprecated as deprecated
+from spx.ops import foreach as foreach
 from spx.ops import from_data as from_data
 from spx.ops import histograms as histograms
 from spx.ops import indexing as indexing
@@ -50,6 +52,7 @@ from spx.ops.comparison import *  # noqa: F403
 from spx.ops.complex_numbers import *  # noqa: F403
 from spx.ops.creation import *  # noqa: F403
 from spx.ops.deprecated import *  # noqa: F403
+from spx.ops.foreach import *  # noqa: F403
 from spx.ops.from_data import *  # noqa: F403
 from spx.ops.histograms import *  # noqa: F403
 from spx.ops.indexing import *  # noqa: F403
@@ -80,6 +83,7 @@ __all__ = [
     *types.__all__,
     *windows.__all__,
     *deprecated.__all__,
+    *foreach.__all__,
     *from_data.__all__,
     *histograms.__all__,
     *integration.__all__,
