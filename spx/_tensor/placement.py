@@ -18,13 +18,16 @@ computed: ``known_device`` returns None for it and nothing is moved.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import jax
 
-# How many recorded operations known_device looks through for a pending tensor: a forward
-# pass's activation reaches a parameter or an input batch within a few.
-_MAX_WALK = 64
+# Per recorded node, the committed device found among the values it is computed from (or
+# _NONE): each node is looked at once, so a lookup costs O(1) amortized, not a walk of the graph
+# (BatchNorm's running-statistics copy_ asks on every training call).
+_MEMO: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_NONE = object()
 
 
 def _committed(value: Any) -> Any:
@@ -55,21 +58,30 @@ def known_device(t: Any) -> jax.Device | None:
     node, idx = s.node, s.idx
     if node.values is not None:
         return _committed(node.values[idx])
-    seen: set[int] = set()
-    todo = [node]
-    while todo and len(seen) < _MAX_WALK:
-        node = todo.pop()
-        if id(node) in seen:
+    return _node_device(node)
+
+
+def _node_device(root: Any) -> jax.Device | None:
+    """The first committed device among the values ``root`` is computed from (memoized)."""
+    memo = _MEMO
+    stack = [(root, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if node in memo:
             continue
-        seen.add(id(node))
         if node.values is not None:
-            for v in node.values:
-                dev = _committed(v)
-                if dev is not None:
-                    return dev
+            found = next((d for v in node.values if (d := _committed(v)) is not None), None)
+            memo[node] = _NONE if found is None else found
             continue
-        todo.extend(i[0] for i in node.inputs if type(i) is tuple)
-    return None
+        inputs = [i[0] for i in node.inputs if type(i) is tuple]
+        if not inputs_done:
+            stack.append((node, True))
+            stack.extend((i, False) for i in inputs if i not in memo)
+            continue
+        found = next((d for i in inputs if (d := memo.get(i, _NONE)) is not _NONE), None)
+        memo[node] = _NONE if found is None else found
+    found = memo[root]
+    return None if found is _NONE else found
 
 
 def current_device(t: Any) -> jax.Device | None:
