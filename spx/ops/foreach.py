@@ -113,7 +113,7 @@ def _binary(op: str, method: str) -> tuple[Callable[..., Any], Callable[..., Any
             if hasattr(t, method + "_"):
                 getattr(t, method + "_")(o, **kw)
             else:  # maximum/minimum: no in-place method on torch's Tensor either
-                t.copy_(getattr(t, method)(o, **kw))
+                t._assign(getattr(t, method)(o, **kw))  # torch's same-kind cast and shape check
         return None
 
     def out_of_place(self: Any, other: Any, *, alpha: Any = 1) -> tuple[Tensor, ...]:

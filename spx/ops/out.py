@@ -30,6 +30,7 @@ from typing import Any
 
 from spx import _user_code
 from spx._tensor import graph
+from spx._tensor.methods._dtypes import canonical
 from spx._tensor.tensor import Tensor
 
 _NO_AUTOGRAD = (
@@ -39,11 +40,11 @@ _NO_AUTOGRAD = (
 )
 
 
-def _write(name: str, result: Any, out: Any) -> Any:
+def _write(name: str, result: Any, out: Any, creates: bool = False) -> Any:
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be a Tensor, not {type(out).__name__}")
-        _write_one(name, result, out)
+        _write_one(name, result, out, warn_resize=not creates)
         return out
     if isinstance(result, tuple) and result and all(isinstance(r, Tensor) for r in result):
         if not isinstance(out, tuple | list) or len(out) != len(result):
@@ -62,7 +63,7 @@ def _write(name: str, result: Any, out: Any) -> Any:
     raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
 
 
-def _write_one(name: str, result: Tensor, out: Tensor) -> None:
+def _write_one(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) -> None:
     if result.requires_grad and graph.STATE.grad_enabled:
         raise RuntimeError(_NO_AUTOGRAD.format(name=name))
     if tuple(result.shape) != tuple(out.shape):
@@ -71,7 +72,7 @@ def _write_one(name: str, result: Tensor, out: Tensor) -> None:
                 f"{name}(): out= is a view of shape {list(out.shape)} and cannot be resized to "
                 f"the result's {list(result.shape)}; pass an out of that shape"
             )
-        if out.numel():
+        if out.numel() and warn_resize:  # torch's creation functions resize silently
             _user_code.warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(out.shape)}, which does not match the required output shape "
@@ -132,9 +133,16 @@ def accepts_out(fn: Callable[..., Any], dtype_from_out: bool = False) -> Callabl
             _refuse_unknown(fn.__name__, named, kwargs)
         if out is None:
             return fn(*args, **kwargs)
-        if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, Tensor):
-            kwargs["dtype"] = out.dtype
-        return _write(fn.__name__, fn(*args, **kwargs), out)
+        if dtype_from_out and isinstance(out, Tensor):
+            dtype = kwargs.get("dtype")
+            if dtype is None:
+                kwargs["dtype"] = out.dtype
+            elif canonical(dtype) != out.dtype:
+                raise RuntimeError(
+                    f"{fn.__name__}(): dtype {canonical(dtype)} does not match dtype of out "
+                    f"parameter ({out.dtype}); leave dtype= out, or pass an out of that dtype"
+                )
+        return _write(fn.__name__, fn(*args, **kwargs), out, dtype_from_out)
 
     return with_out
 

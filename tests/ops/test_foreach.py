@@ -123,3 +123,11 @@ def test_torchs_errors():
         spx._foreach_sub(s, 1, alpha=2)
     with pytest.raises(TypeError, match="list or tuple of Tensors"):
         spx._foreach_mul_(spx.ones(2), 2)
+
+
+def test_maximum_and_minimum_in_place_refuse_a_float_result_in_int_tensors():
+    for op in ("_foreach_maximum_", "_foreach_minimum_"):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            getattr(torch, op)([torch.tensor([1, 5])], 2.5)
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            getattr(spx, op)([spx.tensor([1, 5])], 2.5)  # was truncated silently

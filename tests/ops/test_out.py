@@ -142,3 +142,16 @@ def test_torchs_memory_keywords_are_accepted_and_other_keywords_refused():
         spx.zeros(2, dtpye=spx.int32)  # was ignored: a float32 tensor came back
     with pytest.raises(TypeError, match="unexpected keyword argument 'requires_grads'"):
         spx.randn_like(spx.ones(2), requires_grads=True)
+
+
+def test_creation_functions_resize_silently_and_refuse_a_dtype_other_than_outs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.zeros(3, out=torch.ones(2))  # torch: no warning from a creation function
+        out = spx.ones(2)
+        spx.zeros(3, out=out)
+    assert out.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(RuntimeError, match="does not match dtype of out parameter"):
+        torch.arange(3, dtype=torch.int32, out=torch.zeros(3))
+    with pytest.raises(RuntimeError, match="does not match dtype of out parameter"):
+        spx.arange(3, dtype=spx.int32, out=spx.zeros(3))
