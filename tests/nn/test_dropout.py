@@ -158,9 +158,11 @@ def test_alpha_dropout_keeps_mean_and_variance():
 
 
 def test_a_shape_warning_is_given_once_at_the_call_not_again_where_the_value_is_computed():
+    # spx computes a recorded call's output shape (running its shape checks and their
+    # warnings) once per function and input shape: a shape no other test uses.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        y = spx.nn.functional.dropout2d(spx.ones(2, 3, 4), 0.5)  # 3-D: torch's warning
+        y = spx.nn.functional.dropout2d(spx.ones(5, 7, 13), 0.5)  # 3-D: torch's warning
         float(y.sum())  # computes the recorded call
     messages = [w for w in caught if "dropout2d" in str(w.message)]
     assert len(messages) == 1
