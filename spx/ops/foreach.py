@@ -95,6 +95,8 @@ def _unary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
         for t in _tensors(self, f"_foreach_{op}_"):
             getattr(t, op + "_")()
 
+    out_of_place.__doc__ = f"``t.{op}()`` of each tensor, as a tuple (``torch._foreach_{op}``)."
+    in_place.__doc__ = f"``t.{op}_()`` on each tensor, in place (``torch._foreach_{op}_``)."
     return out_of_place, in_place
 
 
@@ -122,6 +124,12 @@ def _binary(op: str, method: str) -> tuple[Callable[..., Any], Callable[..., Any
     def in_place(self: Any, other: Any, *, alpha: Any = 1) -> None:
         return apply(f"_foreach_{op}_", self, other, alpha, True)
 
+    operand = "a number, a list of them, a 0-d tensor or a list of tensors"
+    out_of_place.__doc__ = (
+        f"``t.{method}(other)`` for each tensor (``other``: {operand}), as a tuple "
+        f"(``torch._foreach_{op}``)."
+    )
+    in_place.__doc__ = f"``_foreach_{op}`` in place (``torch._foreach_{op}_``); returns None."
     return out_of_place, in_place
 
 
@@ -145,6 +153,11 @@ def _pointwise(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def in_place(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> None:
         return apply(f"_foreach_{op}_", self, tensor1, tensor2, value, True)
 
+    out_of_place.__doc__ = (
+        f"``t.{op}(t1, t2, value=v)`` for each tensor (``value``: a number, a list of them or a "
+        f"1-D tensor of them), as a tuple (``torch._foreach_{op}``)."
+    )
+    in_place.__doc__ = f"``_foreach_{op}`` in place (``torch._foreach_{op}_``); returns None."
     return out_of_place, in_place
 
 
@@ -157,6 +170,7 @@ def _foreach_lerp(self: Any, tensors1: Any, weight: Any) -> tuple[Tensor, ...]:
 
 
 def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> None:
+    """:func:`_foreach_lerp` in place (``torch._foreach_lerp_``): the EMA update."""
     ts, ends = _tensors(self, "_foreach_lerp_"), _tensors(tensors1, "_foreach_lerp_", "tensors1")
     _same_length("_foreach_lerp_", ts, ends)
     for t, e, w in zip(ts, ends, _operands("_foreach_lerp_", weight, len(ts)), strict=True):
@@ -164,11 +178,13 @@ def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> None:
 
 
 def _foreach_zero_(self: Any) -> None:
+    """Zero every tensor in place (``torch._foreach_zero_``)."""
     for t in _tensors(self, "_foreach_zero_"):
         t.zero_()
 
 
 def _foreach_copy_(self: Any, src: Any, non_blocking: bool = False) -> None:
+    """``t.copy_(s)`` for each pair (``torch._foreach_copy_``)."""
     ts, srcs = _tensors(self, "_foreach_copy_"), _tensors(src, "_foreach_copy_", "src")
     _same_length("_foreach_copy_", ts, srcs)
     for t, s in zip(ts, srcs, strict=True):
@@ -176,6 +192,7 @@ def _foreach_copy_(self: Any, src: Any, non_blocking: bool = False) -> None:
 
 
 def _foreach_clone(self: Any) -> tuple[Tensor, ...]:
+    """A copy of each tensor, as a tuple (``torch._foreach_clone``)."""
     return tuple(t.clone() for t in _tensors(self, "_foreach_clone"))
 
 
@@ -192,6 +209,7 @@ def _foreach_max(self: Any) -> tuple[Tensor, ...]:
 
 
 def _foreach_mm(self: Any, mat2: Any) -> tuple[Tensor, ...]:
+    """``a.mm(b)`` for each pair of matrices, as a tuple (``torch._foreach_mm``)."""
     ts, others = _tensors(self, "_foreach_mm"), _tensors(mat2, "_foreach_mm", "mat2")
     _same_length("_foreach_mm", ts, others)
     return tuple(t.mm(o) for t, o in zip(ts, others, strict=True))
