@@ -21,14 +21,18 @@ graph), the rest XLA's CPU kernels, not faster than torch's for this model's sma
 Again on 2026-11-26 13:45 (load 1.4-1.7): 1.36x and 1.16x (torch 10.2-10.4 ms, spx 11.9-14.2).
 Where the time goes, measured with each program waited for: the two forward+backward programs
 take ~4 ms each of XLA compute on two cores (the same step as a raw ``jax.jit`` on one core
-pinned: 2.9-3.2 ms, so XLA's thread pool costs more than it gains at these shapes, and jax has
-no knob for its CPU thread count), the optimizer program 0.2 ms, and the walk that builds each
-program's key ~0.4 ms; the rest is Python recording ops, overlapped with XLA's compute.
+pinned: 2.9-3.2 ms, so XLA's thread pool costs more than it gains at these shapes; XLA's CPU
+client sizes its pools from the ``PJRT_NPROC`` environment variable, read once at start), the
+optimizer program 0.2 ms, and the walk that builds each program's key ~0.4 ms; the rest is
+Python recording ops, overlapped with XLA's compute.
 
 Again on 2026-11-26 17:35, quiet box (load 0.1-0.5), after ``spx.from_numpy`` went through a
 jitted identity (~10-25 µs instead of ~35 µs; the loop builds each batch from 32 numpy
 slices): 0.99x, 0.91x, 0.97x torch (torch 9.8-10.1 ms/step). Alternating with the code from
 before that change: before 1.00 / 1.23 / 1.41x, after 0.93 / 1.08 / 0.96x.
+
+2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.3): 0.85x torch (torch 8.2 ms/step, spx
+7.0). Target met.
 
 Usage: ``python tools/bench_eager.py [--steps 100] [--batch-size 8]``
 """

@@ -55,7 +55,27 @@ torch 42.0 ms/step (1.22), 4 processes 88.1 vs 50.8 (1.74); time to first step o
 launch 0.45x / 0.48x the first. (Pinning each spx rank to one core, tried the same day, gave
 1.60 / 1.48: not a fix.)
 
-**The step-time target (spx/torch <= 0.5) is not met: spx is 1.16-1.74x torch's step time.**
+**The step-time target (spx/torch <= 0.5) is not met.** On the Intel boxes above spx was
+1.16-1.74x torch's step time. 2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.1-1.8):
+1 process 0.45, 2 processes 0.89 (spx 31.9, torch 35.9 ms/step), 4 processes 1.19 (51.0 vs
+42.7); compute floor jax/torch 0.46 (raw ``jax.jit`` 21.4 ms, torch 46.9). The target asks for
+the 2-process step at <= 18 ms. What bounds it there, measured on that box (each program
+waited for; ``PipelineStage``'s forward and backward programs, pinned to one core): per
+microbatch a block costs 0.25 ms forward and 0.5 ms backward, so each rank of the 2-process
+split (2 blocks, plus the embedding or the head) computes ~1.8 ms per microbatch, 14.4 ms per
+step; 1F1B on two ranks adds one microbatch of fill and drain (~1.8 ms), and each microbatch's
+cycle crosses the link twice (rank 1's gradient, then rank 0's next activation: 0.3 ms one
+way for 64 KiB through ``jax.experimental.transfer`` between idle processes, 0.59 ms round
+trip). That is >= 16 ms before any transfer and ~19 ms with them (0.53x), with perfect
+overlap. Measured, each rank's programs run ~35% slower than pinned alone (F 0.85, B 1.5-1.65
+ms for the half model: XLA's pool of one thread per core, in two processes, on two cores), and
+the ranks wait 1.5-5 ms per microbatch for each other: a message's one-way latency, sender's
+wall clock to receiver's, is 1.0-1.6 ms when both processes keep their cores busy (0.43 ms
+into an idle receiver), since transfer's own send and receive threads then wait for a core.
+Tried,
+no change at 2 processes: ``PJRT_NPROC=1`` (XLA's CPU pools of one thread: 2 processes 32.3
+ms, 4 processes 44.7 instead of 51.0, 1 process 25.5 instead of 20.6),
+``--xla_cpu_multi_thread_eigen=false`` (32.3), garbage collection off.
 (The 0.52-1.07 of an earlier run, 2026-11-24, compared against torch slowed by other jobs on the
 box: 97-111 ms/step then, 43 ms/step on a quiet box now.) Why:
 
