@@ -39,7 +39,7 @@ from spx import _validate
 from spx import random as spx_random
 from spx._tensor.recorded import recorded
 from spx.nn.functional._utils import resolve_key
-from spx.nn.functional.pool_indices import _check_index_range, _flat_positions
+from spx.nn.functional.pool_indices import _check_index_range, _flat_positions, window_max
 
 Array = jax.Array
 _Size = int | Sequence[int]
@@ -203,16 +203,7 @@ def _select(x: Array, flat: Array, axis: int, starts: Array, k: int) -> tuple[Ar
     taps = jnp.moveaxis(jnp.take_along_axis(x, pos, axis=axis).reshape(tap_shape), axis + 1, -1)
     taps_flat = jnp.take_along_axis(flat, pos, axis=axis).reshape(tap_shape)
     taps_flat = jnp.moveaxis(taps_flat, axis + 1, -1)
-    best = jnp.max(taps, axis=-1, keepdims=True)
-    choice = jnp.argmax(taps == best, axis=-1)  # the first maximum (torch compares with >)
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        nan = jnp.isnan(taps)
-        last_nan = k - 1 - jnp.argmax(nan[..., ::-1], axis=-1)
-        choice = jnp.where(nan.any(axis=-1), last_nan, choice)
-    choice = choice[..., None]
-    values = jnp.take_along_axis(taps, choice, axis=-1)[..., 0]
-    indices = jnp.take_along_axis(taps_flat, choice, axis=-1)[..., 0]
-    return values, indices
+    return window_max(taps, taps_flat)  # no mask: every window lies inside the input
 
 
 def _fractional_max_pool(

@@ -62,11 +62,38 @@ def _select_along(
         taps_flat.reshape((*x.shape[:axis], out, k, *x.shape[axis + 1 :])), axis + 1, -1
     )
     mask = jnp.asarray(valid.reshape((out,) + (1,) * (x.ndim - axis - 1) + (k,)))
-    best = jnp.max(jnp.where(mask, taps, _lowest(x.dtype)), axis=-1, keepdims=True)
-    # The first tap equal to the max (padding never counts, even against an all -inf window).
-    choice = jnp.argmax(mask & (taps == best), axis=-1)
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        nan = mask & jnp.isnan(taps)
+    return window_max(taps, taps_flat, mask)
+
+
+def window_max(taps: Array, taps_flat: Array, mask: Array | None = None) -> tuple[Array, Array]:
+    """Each window's maximum and its flat index, picked as torch's CPU kernels pick them.
+
+    The first tap equal to the maximum wins (torch compares with ``>``), and a NaN wins over
+    numbers: the last NaN of the window, as torch's scan leaves it. Max pooling and fractional
+    max pooling both select with this.
+
+    Args:
+        taps: ``(..., k)`` values, the last axis a window's taps in scan order.
+        taps_flat: int32 ``(..., k)`` flat input index of each tap.
+        mask: bool, broadcastable to ``taps``: which taps lie inside the input. Padding never
+            counts, even against an all ``-inf`` window. None: every tap does.
+
+    Returns:
+        ``(values, indices)``, each of shape ``taps.shape[:-1]``.
+
+    Example:
+        >>> window_max(jnp.array([[1.0, 3.0, 3.0]]), jnp.array([[4, 5, 6]]))
+        (Array([3.], dtype=float32), Array([5], dtype=int32))
+    """
+    k = taps.shape[-1]
+    if mask is None:
+        best = jnp.max(taps, axis=-1, keepdims=True)
+        choice = jnp.argmax(taps == best, axis=-1)
+    else:
+        best = jnp.max(jnp.where(mask, taps, _lowest(taps.dtype)), axis=-1, keepdims=True)
+        choice = jnp.argmax(mask & (taps == best), axis=-1)
+    if jnp.issubdtype(taps.dtype, jnp.inexact):
+        nan = jnp.isnan(taps) if mask is None else mask & jnp.isnan(taps)
         last_nan = k - 1 - jnp.argmax(nan[..., ::-1], axis=-1)
         choice = jnp.where(nan.any(axis=-1), last_nan, choice)
     choice = choice[..., None]
