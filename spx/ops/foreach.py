@@ -9,7 +9,9 @@ update the tensors and return None; the others return a tuple of new tensors, as
 Arguments follow torch's: the second operand of a binary operation is a number, a list of
 numbers (one per tensor), a 0-d tensor, or a list of tensors; ``add``/``sub`` take ``alpha=``;
 ``addcmul``/``addcdiv`` take ``value`` as a number, a list of numbers or a 1-D tensor of them.
-Lists of different lengths raise torch's errors.
+Lists of different lengths raise torch's errors. ``pow`` also takes a number as the base and a
+list of tensors as exponents (``spx._foreach_pow(2.0, ts)``: ``2.0 ** t`` for each), out of
+place only, as torch.
 
 Example:
     >>> import spx
@@ -24,7 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from spx._tensor.tensor import Tensor
+from spx.ops._args import first_operand
 
 _UNARY = [
     "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor",
@@ -177,6 +182,65 @@ def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> None:
         t.lerp_(e, w)
 
 
+_pow_of_tensors, _pow_of_tensors_ = _binary("pow", "pow")
+
+
+def _scalar_base(x: Any) -> Any:
+    """``x`` as a Python number where torch's ``_foreach_pow`` reads it as one, else None."""
+    if isinstance(x, bool | int | float | complex):
+        return x
+    if isinstance(x, np.number | np.bool_):
+        return x.item()  # a number, not a typed operand: np.float32(2) ** half_tensor is half
+    if isinstance(x, Tensor) and x.ndim == 0 and not x.requires_grad:
+        return x.item()  # as torch: a 0-d tensor taken as a Python number (a host sync)
+    return None
+
+
+def _check_scalar_pow(base: Any, t: Tensor) -> None:
+    # torch has no pow kernel for these result types; spx's pow would compute int32 and
+    # complex64 results instead.
+    dtype = "Bool" if isinstance(base, bool) and t.dtype == np.bool_ else None
+    if isinstance(base, complex) and t.dtype == np.float16:
+        dtype = "ComplexHalf"
+    if dtype is not None:
+        raise NotImplementedError(f"\"pow\" not implemented for '{dtype}'")
+
+
+def _foreach_pow(self: Any, exponent: Any) -> tuple[Tensor, ...]:
+    """``self ** exponent`` for each tensor, as a tuple (``torch._foreach_pow``).
+
+    Either ``self`` is a list of tensors and ``exponent`` a number, a list of numbers, a 0-d
+    tensor or a list of tensors; or ``self`` is a number (or a 0-d tensor without grad, read
+    as one) and ``exponent`` a list of tensors: ``self ** t`` for each, with torch's dtype
+    promotion (an int base keeps an int tensor's dtype, a float base makes it the default float
+    dtype). The second form has no in-place version, as in torch.
+
+    Example:
+        >>> import spx
+        >>> [t.tolist() for t in spx._foreach_pow(2.0, [spx.tensor([0, 3]), spx.tensor([-1.0])])]
+        [[1.0, 8.0], [0.5]]
+    """
+    base = _scalar_base(self)
+    if base is None:
+        return _pow_of_tensors(self, exponent)
+    exponents = _tensors(exponent, "_foreach_pow", "exponent")
+    for t in exponents:
+        _check_scalar_pow(base, t)
+    return tuple(first_operand(base, t, "_foreach_pow").pow(t) for t in exponents)
+
+
+def _foreach_pow_(self: Any, exponent: Any) -> None:
+    """``t.pow_(exponent)`` on each tensor of the list ``self``, in place
+    (``torch._foreach_pow_``; ``exponent`` as in :func:`_foreach_pow`); returns None."""
+    if isinstance(self, bool | int | float | complex | np.number | np.bool_):
+        raise TypeError(
+            f"_foreach_pow_(): argument 'self' must be a list or tuple of Tensors, not "
+            f"{type(self).__name__}: a number base has no in-place form (torch has none); "
+            "use results = spx._foreach_pow(base, exponents)"
+        )
+    return _pow_of_tensors_(self, exponent)
+
+
 def _foreach_zero_(self: Any) -> None:
     """Zero every tensor in place (``torch._foreach_zero_``)."""
     for t in _tensors(self, "_foreach_zero_"):
@@ -217,12 +281,14 @@ def _foreach_mm(self: Any, mat2: Any) -> tuple[Tensor, ...]:
 
 __all__ = [
     "_foreach_clone", "_foreach_copy_", "_foreach_lerp", "_foreach_lerp_", "_foreach_max",
-    "_foreach_mm", "_foreach_norm", "_foreach_zero_",
+    "_foreach_mm", "_foreach_norm", "_foreach_pow", "_foreach_pow_", "_foreach_zero_",
 ]  # fmt: skip
 for _op in _UNARY:
     globals()[f"_foreach_{_op}"], globals()[f"_foreach_{_op}_"] = _unary(_op)
     __all__ += [f"_foreach_{_op}", f"_foreach_{_op}_"]
 for _op, _method in _BINARY.items():
+    if _op == "pow":
+        continue  # defined above: it also takes a scalar base
     globals()[f"_foreach_{_op}"], globals()[f"_foreach_{_op}_"] = _binary(_op, _method)
     __all__ += [f"_foreach_{_op}", f"_foreach_{_op}_"]
 for _op in ("addcmul", "addcdiv"):

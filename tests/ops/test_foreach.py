@@ -131,3 +131,103 @@ def test_maximum_and_minimum_in_place_refuse_a_float_result_in_int_tensors():
             getattr(torch, op)([torch.tensor([1, 5])], 2.5)
         with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
             getattr(spx, op)([spx.tensor([1, 5])], 2.5)  # was truncated silently
+
+
+def _exponents(lib):
+    """Exponent lists of several dtypes (int, float, half, bool) and shapes."""
+    return [
+        lib.tensor([0, 1, 3, -1], dtype=lib.int32),
+        lib.tensor([[0.5, -1.5], [2.0, 0.0]]),
+        lib.tensor([1.0, 2.5], dtype=lib.float16),
+        lib.tensor([True, False]),
+        lib.tensor(3, dtype=lib.uint8),
+    ]
+
+
+def _same_results(ours, theirs):
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs, strict=True):
+        # torch's int64 is spx's int32 (JAX without x64); every other dtype is torch's.
+        want = "int32" if t.dtype == torch.int64 else str(t.dtype).removeprefix("torch.")
+        assert str(o.dtype) == want
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-3 if want == "float16" else 1e-6)
+
+
+def _torch_has_no_kernel(base, dtype: str) -> bool:
+    """torch raises for these (see the errors test): leave them out of the value checks."""
+    return (isinstance(base, bool) and dtype == "bool") or (
+        isinstance(base, complex) and dtype == "float16"
+    )
+
+
+@pytest.mark.parametrize("base", [2, -2, 0, 2.0, 0.5, True, 300, 1.5j])
+def test_pow_of_a_number_base_over_a_list_of_exponents(base):
+    pairs = [
+        (s, t)
+        for s, t in zip(_exponents(spx), _exponents(torch), strict=True)
+        if not _torch_has_no_kernel(base, str(s.dtype))
+    ]
+    ours = spx._foreach_pow(base, [s for s, _ in pairs])
+    _same_results(ours, torch._foreach_pow(base, [t for _, t in pairs]))
+
+
+def test_pow_base_as_a_numpy_scalar_or_a_0d_tensor_is_a_number():
+    # Read as a Python number: it takes part in type promotion as a scalar, not as a tensor.
+    for s_base, t_base in [
+        (np.float32(2.5), np.float32(2.5)),
+        (np.int64(3), np.int64(3)),
+        (spx.tensor(2.5), torch.tensor(2.5)),
+        (spx.tensor(2), torch.tensor(2)),
+    ]:
+        _same_results(
+            spx._foreach_pow(s_base, _exponents(spx)), torch._foreach_pow(t_base, _exponents(torch))
+        )
+
+
+def test_pow_of_a_number_base_passes_gradients_to_the_exponents():
+    xs = [np.array([1.0, 2.0], np.float32), np.array(-0.5, np.float32)]
+    s = [spx.tensor(x, requires_grad=True) for x in xs]
+    t = [torch.tensor(x, requires_grad=True) for x in xs]
+    sum(r.sum() for r in spx._foreach_pow(3.0, s)).backward()
+    sum(r.sum() for r in torch._foreach_pow(3.0, t)).backward()
+    for a, b in zip(s, t, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_pow_of_a_number_base_raises_torchs_errors():
+    cases = [
+        (lambda lib: lib._foreach_pow(2, []), RuntimeError, "at least one tensor"),
+        (lambda lib: lib._foreach_pow(True, [lib.tensor([True])]), NotImplementedError, "Bool"),
+        (
+            lambda lib: lib._foreach_pow(2j, [lib.tensor([1.0], dtype=lib.float16)]),
+            NotImplementedError,
+            "ComplexHalf",
+        ),
+        (lambda lib: lib._foreach_pow(2, [1.0]), TypeError, None),
+        (lambda lib: lib._foreach_pow(2, lib.tensor([1.0])), TypeError, None),
+        (lambda lib: lib._foreach_pow(2, [lib.ones(1)], alpha=2), TypeError, None),
+        (
+            lambda lib: lib._foreach_pow(lib.tensor(2.0, requires_grad=True), [lib.ones(1)]),
+            TypeError,
+            None,
+        ),
+        # No in-place form of the number-base pow, in torch or here.
+        (lambda lib: lib._foreach_pow_(2.0, [lib.ones(1)]), TypeError, None),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match):
+            call(torch)
+        with pytest.raises(error, match=match):
+            call(spx)
+    with pytest.raises(TypeError, match="no in-place form"):
+        spx._foreach_pow_(2.0, [spx.ones(1)])
+
+
+def test_pow_takes_torchs_keyword_names():
+    s, t = _lists(positive=True)
+    _close(spx._foreach_pow(s, exponent=2), torch._foreach_pow(t, exponent=2))
+    _close(spx._foreach_pow(self=2.0, exponent=s), torch._foreach_pow(self=2.0, exponent=t))
+    spx._foreach_pow_(s, exponent=0.5)
+    torch._foreach_pow_(t, exponent=0.5)
+    _close(s, t)
