@@ -55,7 +55,7 @@ def test_tensor_and_from_numpy():
 def test_bad_sizes_are_rejected_with_the_fix():
     with pytest.raises(ValueError, match=r"size\[1\] must be a non-negative int, got -1"):
         spx.zeros(2, -1)
-    with pytest.raises(ValueError, match="step must be nonzero"):
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
         spx.arange(0, 5, 0)
     with pytest.raises(ValueError, match="low < high"):
         spx.randint(5, 5, (2,))

@@ -250,8 +250,89 @@ def full_like(input: Any, fill_value: Any, *, dtype=None, device=None, requires_
     return _like("full_like", input, fill_value, dtype, device, requires_grad)
 
 
-def _arange(start: Any, end: Any, step: Any, n: int, dtype: Any) -> Any:
+def _arange(start: Any, step: Any, n: int, dtype: Any) -> Any:
     return (start + step * jnp.arange(n)).astype(dtype)
+
+
+def _steps(
+    start: Any, step: Any, n: int, dtype: Any, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """``start + step * i`` for ``i < n``, cast to ``dtype``: the values of arange and range."""
+    return _made(_arange, (n, canonical(dtype)), (start, step), device, requires_grad)
+
+
+# torch's names for the dtypes its CPU arange has no kernel for.
+_NO_ARANGE_KERNEL = {
+    np.dtype(np.bool_): "Bool",
+    np.dtype(np.complex64): "ComplexFloat",
+    np.dtype(np.complex128): "ComplexDouble",
+}
+
+
+def _to_int64(value: Any, name: str) -> int:
+    """torch's ``Scalar.to<int64_t>()``: a float truncated toward zero; out of range raises."""
+    if isinstance(value, float | np.floating):
+        if not -(2.0**63) <= value < 2.0**63:  # NaN and the infinities fail too
+            raise RuntimeError(
+                f"value cannot be converted to type int64_t without overflow (arange's {name} "
+                f"{value}, for an integer result); pass a floating dtype for this range"
+            )
+        return math.trunc(value)
+    return int(value)
+
+
+def _wrap(value: int, bits: int) -> int:
+    """``value`` as a ``bits``-bit two's-complement integer, as C++'s cast would leave it."""
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
+
+
+def _check_range(start: float, end: float, step: float) -> None:
+    """torch's ``arange_check_bounds``, on the arguments as doubles."""
+    if not (step > 0 or step < 0):
+        raise RuntimeError(f"step must be nonzero, got step={step:g}")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}; pass finite bounds")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError(
+            f"upper bound and lower bound inconsistent with step sign: start={start:g}, "
+            f"end={end:g}, step={step:g}; a positive step needs end >= start, a negative one "
+            "end <= start"
+        )
+
+
+def _integer_range(start: Any, end: Any, step: Any, long: bool) -> tuple[int, int, int]:
+    """``(n, start, step)`` of an integer arange, computed as torch computes it.
+
+    torch casts the arguments to int64 (truncating) before it counts or fills: for int64 all
+    three, and the length is ``len(range(start, end, step))`` of the casts; for the narrower
+    integer dtypes the length comes from the arguments as doubles, and only ``start`` and
+    ``step`` are cast, for the values.
+    """
+    istart, istep = _to_int64(start, "start"), _to_int64(step, "step")
+    if long:
+        iend = _to_int64(end, "end")
+        if istep == 0:
+            raise ValueError(
+                f"step must be nonzero: step={step} is 0 as an integer (arange computes in the "
+                "result's integer dtype); pass an integer step, or a floating dtype/out"
+            )
+        sign = 1 if istep > 0 else -1
+        # The bounds agree with the step's sign (checked), so floor division is C++'s.
+        n = (iend - istart + istep - sign) // istep
+    else:
+        n = _length(float(start), float(end), float(step))
+    return n, istart, istep
+
+
+def _length(start: float, end: float, step: float) -> int:
+    size = (end - start) / step
+    if not size <= 2.0**63 - 1:  # torch's check against int64's largest value
+        raise RuntimeError(
+            f"invalid size, possible overflow? (arange({start:g}, {end:g}, {step:g}) would "
+            f"have {size:g} elements)"
+        )
+    return math.ceil(size)
 
 
 def arange(
@@ -264,18 +345,50 @@ def arange(
     requires_grad: bool = False,
     **_: Any,
 ) -> Tensor:
-    """``[start, end)`` with ``step`` (mirrors ``torch.arange``). Example: ``spx.arange(5)``."""
+    """``[start, end)`` with ``step`` (mirrors ``torch.arange``, errors included).
+
+    As torch, an integer result is computed in integers: the arguments are truncated toward
+    zero first, so ``arange(0, 2, 0.5, dtype=spx.long)`` (or ``out=`` an integer tensor) raises
+    "step must be nonzero", and ``arange(0.5, 3, dtype=spx.long)`` is ``[0, 1, 2]``. int64
+    follows torch's int64 rule (the length is that of the truncated range) and so does int32
+    while ``jax_enable_x64`` is off, since spx holds torch's int64 as int32 then; the other
+    integer dtypes (and int32 under x64) take their length from the arguments as given, as
+    torch's do, and wrap around like them.
+
+    Args:
+        start: the first value (``end`` when it is the only argument; then ``start`` is 0).
+        end: the bound, excluded.
+        step: the spacing, nonzero, of the sign of ``end - start``.
+        dtype: int32 (torch: int64) when all arguments are integers, else the default float
+            dtype.
+
+    Example:
+        >>> import spx
+        >>> spx.arange(5).tolist(), spx.arange(0, 1, 0.25).tolist()
+        ([0, 1, 2, 3, 4], [0.0, 0.25, 0.5, 0.75])
+    """
     if end is None:
         start, end = 0, start
-    start, end, step = (float(v) if isinstance(v, Tensor) else v for v in (start, end, step))
-    if step == 0:
-        raise ValueError("spx.arange: step must be nonzero")
-    n = max(0, math.ceil((end - start) / step))
+    # A tensor argument is a number to torch: an int tensor counts as an int.
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
         dtype = jnp.int32 if ints else _default_float()
-    static = (n, canonical(dtype))
-    return _made(_arange, static, (start, end, step), device, requires_grad)
+    dtype = canonical(dtype)
+    if dtype in _NO_ARANGE_KERNEL:
+        raise NotImplementedError(
+            f"\"arange_cpu\" not implemented for '{_NO_ARANGE_KERNEL[dtype]}'; pass an integer "
+            "or floating dtype"
+        )
+    _check_range(float(start), float(end), float(step))
+    if jnp.issubdtype(dtype, jnp.integer):
+        long = dtype == canonical(np.int64)  # int32 too, while x64 is off
+        n, start, step = _integer_range(start, end, step, long)
+        if not long:  # torch's values are int64 sums cast down: they wrap modulo the width
+            start, step = _wrap(start, 32), _wrap(step, 32)
+    else:
+        n = _length(float(start), float(end), float(step))
+    return _steps(start, step, n, dtype, device, requires_grad)
 
 
 def _linspace(start: Any, end: Any, steps: int, dtype: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from spx._tensor.tensor import Tensor
 from spx.ops._args import tensor_arg
-from spx.ops.creation import _default_float, arange
+from spx.ops.creation import _default_float, _steps
 
 __all__ = ["chain_matmul", "range"]
 
@@ -68,15 +68,7 @@ def range(
         )
     n = math.floor((end - start) / step) + 1
     dtype = _default_float() if dtype is None else dtype
-    # arange over [start, start + n * step) gives the same n values.
-    return arange(
-        start,
-        start + (n - 0.5) * step,
-        step,
-        dtype=dtype,
-        device=device,
-        requires_grad=requires_grad,
-    )
+    return _steps(start, step, n, dtype, device, requires_grad)
 
 
 def chain_matmul(*matrices: Any) -> Tensor:

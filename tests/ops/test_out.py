@@ -155,3 +155,78 @@ def test_creation_functions_resize_silently_and_refuse_a_dtype_other_than_outs()
         torch.arange(3, dtype=torch.int32, out=torch.zeros(3))
     with pytest.raises(RuntimeError, match="does not match dtype of out parameter"):
         spx.arange(3, dtype=spx.int32, out=spx.zeros(3))
+
+
+def _arange(lib, args, dtype_name, how):
+    """``lib.arange(*args)`` made in ``dtype_name`` through ``dtype=`` or an empty ``out=``."""
+    dtype = getattr(lib, dtype_name)
+    if how == "dtype":
+        return lib.arange(*args, dtype=dtype)
+    return lib.arange(*args, out=lib.empty(0, dtype=dtype))
+
+
+def _outcome(lib, args, dtype_name, how):
+    try:
+        return _arange(lib, args, dtype_name, how).tolist()
+    except Exception as e:  # the error is the outcome, compared with torch's
+        return type(e), str(e)
+
+
+# torch casts arange's arguments to an integer result's dtype (truncating) before it counts
+# and fills: int64 counts the truncated range; the narrower integer dtypes count with the
+# arguments as given and wrap their values. spx holds int64 as int32 (no x64): spx.long
+# tensors follow torch's int64 rule.
+ARANGE_CASES = [
+    ((0, 2, 0.5), "long"),  # step 0.5 is 0 in int64: "step must be nonzero"
+    ((0, 3, 1.5), "long"),
+    ((0.5, 3, 1), "long"),
+    ((3,), "float32"),
+    ((2.9,), "long"),
+    ((0, 3.5, 1), "long"),
+    ((3, 0.5, -1.5), "long"),
+    ((-3.7, 2.2, 1.9), "long"),
+    ((0, 1e-300, 1e-310), "long"),
+    ((0, 1e19, 1e18), "long"),  # 1e19 does not fit int64
+    ((0, -0.5, -1), "long"),
+    ((0, 2, 0.5), "int16"),  # zeros: the length comes from the doubles, the step is 0
+    ((0, 3, 1.5), "int16"),
+    ((-3.7, 2.2, 1.9), "int8"),
+    ((0, 2.9, 0.9), "uint8"),
+    ((300,), "uint8"),  # wraps, as torch's
+    ((0, 1e9, 1e8), "int16"),
+    ((0, 1, 0.1), "float16"),
+    ((0, 1, 0.1), "bfloat16"),
+    ((0, 2, 0.5), "bool"),  # torch has no kernel for these
+    ((3,), "complex64"),
+    ((0, 5, -1), "long"),  # a step against the bounds
+    ((5, 0, 1), "float32"),
+    ((0, float("inf"), 1), "long"),
+    ((0, float("nan"), 1), "float32"),
+    ((0, 5, float("nan")), "float32"),
+    ((0, 5, 0), "long"),
+    ((0, 5, 1e-300), "float32"),  # too many elements
+]
+
+
+@pytest.mark.parametrize("how", ["out", "dtype"])
+@pytest.mark.parametrize(("args", "dtype_name"), ARANGE_CASES)
+def test_arange_computes_in_the_results_dtype_as_torch_does(args, dtype_name, how):
+    theirs = _outcome(torch, args, dtype_name, how)
+    ours = _outcome(spx, args, dtype_name, how)
+    if isinstance(theirs, list):
+        assert ours == theirs
+    else:  # the same exception, its message torch's followed by spx's hint
+        assert ours[0] is theirs[0] and ours[1].startswith(theirs[1]), (ours, theirs)
+
+
+def test_arange_of_int32_is_torchs_long_without_x64():
+    # spx holds torch's int64 as int32, so an int32 result counts as torch's int64 does.
+    want = torch.arange(0, 3, 1.5, dtype=torch.long).tolist()
+    assert spx.arange(0, 3, 1.5, dtype=spx.int32).tolist() == want == [0, 1, 2]
+
+
+def test_arange_reads_tensor_arguments_as_numbers():
+    for t_arg, s_arg in [(torch.tensor(3), spx.tensor(3)), (torch.tensor(2.5), spx.tensor(2.5))]:
+        theirs, ours = torch.arange(t_arg), spx.arange(s_arg)
+        assert ours.tolist() == theirs.tolist()
+        assert ours.is_floating_point() == theirs.is_floating_point()
