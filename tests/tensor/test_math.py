@@ -452,6 +452,18 @@ def test_integer_pow_with_negative_exponents():
     check(lambda m, x, y: m.pow(x, y), base.astype(np.int8), exp.astype(np.int8))
 
 
+def test_bool_pow_follows_torch():
+    # torch has no Bool pow kernel: bool ** bool tensor and a bool base raise; a number
+    # exponent is special-cased (x ** True is x, x ** False all True) and stays bool. spx gave
+    # int32 results for all of them.
+    check(lambda m, x: x**True, BOOLS)
+    check(lambda m, x: x**False, BOOLS)
+    check(lambda m, x: x.clone().pow_(True), BOOLS)
+    check(lambda m, x: x**2, BOOLS)  # an int exponent promotes, as before
+    check_raises(lambda m, x: x**x, BOOLS, error=NotImplementedError)
+    check_raises(lambda m, x: m.pow(True, x), BOOLS, error=NotImplementedError)
+
+
 def test_unsigned_pow_with_negative_exponent_is_not_garbage():
     x = spx.tensor([3, 1, 0], dtype=spx.uint8)
     assert (x ** spx.tensor([-1, -1, 2])).tolist() == [0, 1, 0]  # 3 ** -1 gave 171

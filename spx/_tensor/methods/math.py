@@ -258,6 +258,13 @@ def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
 def _pow(x: Any, y: Any) -> Any:
     x, y = _zero_dim(x, y)
     dtype = jnp.result_type(x, y)
+    if dtype == jnp.bool_:
+        # torch has no Bool pow kernel; only a number exponent is special-cased before it
+        # (x ** 1 is a copy, x ** 0 all ones), so a bool tensor ** True stays bool. (A 0-d
+        # bool tensor exponent, which torch refuses, arrives here as the same 0-d array.)
+        if jnp.ndim(y) == 0:
+            return jnp.where(y, jnp.asarray(x), True)
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if jnp.issubdtype(dtype, jnp.integer):
         return _int_pow(jnp.asarray(x).astype(dtype), jnp.asarray(y))
     if not jnp.issubdtype(dtype, jnp.floating):
