@@ -36,7 +36,7 @@ from spx.distributed.elastic.config import (
 from spx.distributed.elastic.devices import count_gpus, determine_local_world_size
 from spx.distributed.elastic.multiprocessing.errors import ChildFailedError, get_error_handler
 from spx.distributed.elastic.multiprocessing.logs import LogsSpecs, Std
-from spx.distributed.elastic.worker_env import worker_command
+from spx.distributed.elastic.worker_env import worker_command, xla_cpu_threads
 
 _log = logging.getLogger("spx.distributed.run")
 
@@ -46,6 +46,13 @@ _OMP_WARNING = (
     "your system being overloaded, please further tune the variable for optimal performance in "
     "your application as needed. \n"
     "*****************************************"
+)
+
+
+_XLA_THREADS_WARNING = (
+    "Setting PJRT_NPROC (the threads of XLA's CPU runtime) for each process to %s, its share of "
+    "this node's cores, so that the processes do not oversubscribe them; set PJRT_NPROC to "
+    "choose another count."
 )
 
 
@@ -214,6 +221,9 @@ def config_from_args(args: Namespace) -> tuple[LaunchConfig, list[str]]:
                 f"--local_ranks_filter=0,1,2 (got {args.local_ranks_filter!r})"
             ) from None
     gpus = 0 if args.threads else count_gpus()
+    xla_threads = None if args.threads else xla_cpu_threads(nproc, gpus, dict(os.environ))
+    if xla_threads is not None:
+        _log.warning(_XLA_THREADS_WARNING, xla_threads)
     if nproc > gpus > 0 and os.environ.get("JAX_PLATFORMS", "").strip().lower() != "cpu":
         _log.warning(
             "%d workers share %d GPU(s) of this node: JAX's GPU collectives (NCCL: all_reduce, "

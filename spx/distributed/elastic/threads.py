@@ -45,7 +45,7 @@ from spx.distributed.elastic.worker_env import (
 
 _log = logging.getLogger(__name__)
 # Process-mode variables that mean nothing for thread ranks sharing one JAX runtime.
-_PROCESS_ONLY = ("JAX_NUM_CPU_DEVICES", "SPX_LOCAL_DEVICE_IDS")
+_PROCESS_ONLY = ("JAX_NUM_CPU_DEVICES", "SPX_LOCAL_DEVICE_IDS", "PJRT_NPROC")
 
 
 def load_code(script: str, module: bool) -> tuple[types.CodeType, dict[str, Any]]:

@@ -13,9 +13,11 @@ hosts JAX's coordinator at MASTER_ADDR:MASTER_PORT, which is what ``False`` tell
 
 For JAX: ``JAX_NUM_CPU_DEVICES=1`` (one CPU device per process, as one rank per process expects)
 unless the user chose a count (``JAX_NUM_CPU_DEVICES`` or ``--xla_force_host_platform_device_count``
-in ``XLA_FLAGS``), and on GPU nodes ``SPX_LOCAL_DEVICE_IDS`` (see :mod:`.devices`); when more
-workers than GPUs share them, ``XLA_PYTHON_CLIENT_MEM_FRACTION`` splits JAX's 75% preallocation
-between the workers of one GPU (unless the user set how JAX takes GPU memory).
+in ``XLA_FLAGS``); with several CPU workers on a node, ``PJRT_NPROC`` (XLA's CPU thread pools)
+at each worker's share of the cores, unless the user set it (see :func:`xla_cpu_threads`); on
+GPU nodes ``SPX_LOCAL_DEVICE_IDS`` (see :mod:`.devices`); when more workers than GPUs share
+them, ``XLA_PYTHON_CLIENT_MEM_FRACTION`` splits JAX's 75% preallocation between the workers of
+one GPU (unless the user set how JAX takes GPU memory).
 
 The command is torchrun's: ``python -u [-m] script args`` (``--no-python``: ``script args``),
 with ``${local_rank}`` in the arguments replaced by the worker's local rank.
@@ -201,6 +203,9 @@ def worker_env(worker: Worker, group: GroupInfo, environ: dict[str, str]) -> dic
             env["CUDA_VISIBLE_DEVICES"] = environ["CUDA_VISIBLE_DEVICES"]
     if not _user_chose_cpu_devices(environ):
         env["JAX_NUM_CPU_DEVICES"] = "1"
+    threads = xla_cpu_threads(group.local_world_size, group.num_gpus, environ)
+    if threads is not None:
+        env["PJRT_NPROC"] = threads
     if ids is not None:
         env[LOCAL_DEVICE_IDS_ENV] = ",".join(map(str, ids))
         if sharers > 1 and not any(k in environ for k in _GPU_MEMORY_SETTINGS):
@@ -208,6 +213,35 @@ def worker_env(worker: Worker, group: GroupInfo, environ: dict[str, str]) -> dic
             # run out of memory at its first array. Split that 75% between the sharers.
             env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{0.75 / sharers:.3f}"
     return env
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def xla_cpu_threads(local_world_size: int, num_gpus: int, environ: dict[str, str]) -> str | None:
+    """``PJRT_NPROC`` for the CPU workers of one node, or None to leave XLA's default.
+
+    XLA's CPU client sizes its thread pools from ``PJRT_NPROC`` (default: one thread per core),
+    so N workers on one node would run N threads per core, and their threads spin and wait for
+    each other's cores; each worker gets its share of the cores instead, as torchrun's
+    ``OMP_NUM_THREADS`` does for torch. On 2 cores this took a 4-process DDP step from 72 to
+    63 ms and a 4-process 1F1B pipeline step from 54 to 45 ms. Not set for one worker, on GPU
+    nodes, when the user set ``PJRT_NPROC`` or chose several CPU devices per process (their
+    collectives need a thread per device).
+
+    Example:
+        >>> xla_cpu_threads(1, 0, {}) is None
+        True
+    """
+    if local_world_size <= 1 or num_gpus > 0 or "PJRT_NPROC" in environ:
+        return None
+    if _user_chose_cpu_devices(environ):
+        return None
+    return str(max(1, _cores() // local_world_size))
 
 
 def worker_command(

@@ -24,6 +24,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     drop = ("PET_", "TORCHELASTIC_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env.pop("OMP_NUM_THREADS", None)
+    env.pop("PJRT_NPROC", None)
     # `import jax` in this test process added these; a user's shell would not have them.
     for key in ("TPU_SKIP_MDS_QUERY", "TF_CPP_MIN_LOG_LEVEL"):
         env.pop(key, None)

@@ -40,7 +40,16 @@ def _launch_both(tmp_path, flags, target, nproc, env=None):
     return results
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def _compare(spx: dict, torch: dict, per_run=frozenset()) -> None:
+    # Several CPU workers on one node: each gets its share of the cores for XLA's thread pools.
+    local = int(torch["LOCAL_WORLD_SIZE"])
+    threads = spx.pop("PJRT_NPROC", None)
+    assert threads == (str(max(1, _cores() // local)) if local > 1 else None), threads
+    assert "PJRT_NPROC" not in torch
     for key, value in SPX_ONLY.items():
         assert spx.pop(key) == value and key not in torch
     for key, (ours, theirs) in SPX_VALUES.items():
@@ -61,13 +70,16 @@ def test_environment_and_command_equal_torchruns(tmp_path):
         spx, torch = got["spx"][0][rank], got["torch"][0][rank]
         assert spx["orig"][:2] == torch["orig"][:2] == ["-u", "dump.py"]
         assert spx["argv"] == [str(tmp_path / "spx")] and torch["argv"] == [str(tmp_path / "torch")]
+        threads = spx["env"]["PJRT_NPROC"]
         _compare(spx["env"], torch["env"])
         assert spx["env"]["RANK"] == spx["env"]["LOCAL_RANK"] == str(rank)
         assert spx["env"]["MASTER_PORT"] == str(port) and spx["env"]["OMP_NUM_THREADS"] == "1"
         assert spx["env"]["TORCHELASTIC_ERROR_FILE"].endswith(f"/attempt_0/{rank}/error.json")
-    # torchrun's OMP_NUM_THREADS warning, in the same words.
+    # torchrun's OMP_NUM_THREADS warning, in the same words, and spx-run's for XLA's threads.
     warning = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default"
     assert warning in got["spx"][1] and warning in got["torch"][1]
+    ours = f"Setting PJRT_NPROC (the threads of XLA's CPU runtime) for each process to {threads},"
+    assert ours in got["spx"][1]
 
 
 def test_single_node_default_rendezvous_matches_torchrun(tmp_path):
@@ -102,15 +114,30 @@ def test_module_and_no_python_commands_equal_torchruns(tmp_path):
 
 
 def test_user_settings_are_kept(tmp_path):
-    """OMP_NUM_THREADS and a JAX CPU device count chosen by the user reach workers unchanged."""
+    """OMP_NUM_THREADS and a JAX CPU device count chosen by the user reach workers unchanged,
+    and several CPU devices per process get XLA's default thread pools (their collectives need a
+    thread per device)."""
     script(tmp_path, "dump.py", DUMP)
     env = clean_env(OMP_NUM_THREADS="3", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env.pop("PJRT_NPROC", None)
     out = tmp_path / "o"
     proc = run([*SPX_RUN, "--nproc-per-node", "2", "dump.py", str(out)], env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for dump in _dumps(out, 2):
         assert dump["env"]["OMP_NUM_THREADS"] == "3"
         assert "JAX_NUM_CPU_DEVICES" not in dump["env"]
+        assert "PJRT_NPROC" not in dump["env"]
         assert "TPU_SKIP_MDS_QUERY" not in dump["env"]  # what `import jax` adds stays home
     assert "OMP_NUM_THREADS" not in proc.stderr
     assert os.environ.get("RANK") is None
+
+
+def test_user_pjrt_nproc_is_kept(tmp_path):
+    """A PJRT_NPROC the user set reaches every worker unchanged, without spx-run's warning."""
+    script(tmp_path, "dump.py", DUMP)
+    env = clean_env(PJRT_NPROC="3")
+    out = tmp_path / "o"
+    proc = run([*SPX_RUN, "--nproc-per-node", "2", "dump.py", str(out)], env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [d["env"]["PJRT_NPROC"] for d in _dumps(out, 2)] == ["3", "3"]
+    assert "PJRT_NPROC" not in proc.stderr
