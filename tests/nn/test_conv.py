@@ -170,3 +170,38 @@ def test_input_validation():
         layer(jnp.ones((2, 5, 8, 8)))
     with pytest.raises(RuntimeError, match="4-D input"):
         layer(jnp.ones((8, 8)))
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,kwargs",
+    [
+        ((1, 3, 3), (4, 3, 4), {}),
+        ((1, 3, 3, 3), (4, 3, 4, 4), {}),
+        ((1, 3, 4, 4), (4, 3, 3, 3), {"dilation": 2}),
+        ((1, 3, 2, 2), (4, 3, 5, 5), {"padding": 1}),
+    ],
+)
+def test_kernel_larger_than_padded_input_raises_as_torch(x_shape, w_shape, kwargs):
+    # XLA returns an empty output here; torch refuses it.
+    name = f"conv{len(x_shape) - 2}d"
+    x, w = np.zeros(x_shape, np.float32), np.zeros(w_shape, np.float32)
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
+        getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(w), **kwargs)
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        getattr(spx.nn.functional, name)(spx.tensor(x), spx.tensor(w), **kwargs)
+
+
+def test_kernel_equal_to_padded_input_matches_torch():
+    x = np.random.RandomState(0).randn(1, 3, 2, 2).astype(np.float32)
+    w = np.random.RandomState(1).randn(4, 3, 4, 4).astype(np.float32)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+    got = spx.nn.functional.conv2d(spx.tensor(x), spx.tensor(w), padding=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_bias_of_wrong_size_raises_as_torch():
+    x, w, b = np.zeros((1, 3, 8, 8), np.float32), np.zeros((4, 3, 3, 3), np.float32), np.zeros(5)
+    with pytest.raises(RuntimeError, match="expected bias to be 1-dimensional with 4 elements"):
+        torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b).float())
+    with pytest.raises(RuntimeError, match="expected bias to be 1-dimensional with 4 elements"):
+        spx.nn.functional.conv2d(spx.tensor(x), spx.tensor(w), spx.tensor(b).float())

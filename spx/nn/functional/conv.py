@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spx import _validate
 from spx.nn.functional._utils import ntuple, required_array
@@ -78,6 +79,26 @@ def _check_groups(x: Array, w: Array, groups: int, in_axis_size: int, name: str)
         )
 
 
+def _check_window(
+    spatial: Sequence[int],
+    pads: Sequence[tuple[int, int]],
+    kernel: Sequence[int],
+    dilation: Sequence[int],
+    name: str,
+) -> None:
+    """torch's error for a (dilated) kernel larger than the padded input, where XLA would
+    return an empty output."""
+    padded = [n + lo + hi for n, (lo, hi) in zip(spatial, pads, strict=True)]
+    effective = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+    if any(k > n for k, n in zip(effective, padded, strict=True)):
+        raise RuntimeError(
+            f"{name}: Calculated padded input size per channel: "
+            f"({' x '.join(map(str, padded))}). Kernel size: "
+            f"({' x '.join(map(str, effective))}). Kernel size can't be greater than actual "
+            "input size; pad the input or use a smaller kernel_size/dilation"
+        )
+
+
 def _conv(
     input: Array,
     weight: Array,
@@ -106,6 +127,12 @@ def _conv(
     if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
         raise ValueError(f"{name}: stride {stride!r} and dilation {dilation!r} must be >= 1")
     pads = _padding(padding, w.shape[2:], strides, dilations, name)
+    _check_window(x.shape[2:], pads, w.shape[2:], dilations, name)
+    if bias is not None and tuple(np.shape(bias)) != (w.shape[0],):
+        raise RuntimeError(
+            f"{name}: Given weight of size {list(w.shape)}, expected bias to be 1-dimensional "
+            f"with {w.shape[0]} elements, but got bias of size {list(np.shape(bias))} instead"
+        )
     y = jax.lax.conv_general_dilated(
         x,
         w,
