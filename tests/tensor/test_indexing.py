@@ -240,3 +240,65 @@ def test_a_true_index_mixed_with_advanced_indices_raises(index):
     # torch broadcasts a 0-d boolean with the other advanced indices; spx refuses the mix.
     with pytest.raises(IndexError, match="on its own first"):
         spx.ones(2, 3)[index]
+
+
+# Index tensors whose values are already known are range-checked as torch does (JAX would read
+# NaN, wrap a negative index, or drop the write, silently).
+INDEX_VALUE_ERRORS = [
+    ("gather_past_end", lambda m, x: x.gather(1, m.tensor([[4], [0], [0]])), RuntimeError),
+    ("gather_negative", lambda m, x: x.gather(1, m.tensor([[-1], [0], [0]])), RuntimeError),
+    ("scatter_past_end", lambda m, x: x.scatter(1, m.tensor([[4], [0], [0]]), 1.0), RuntimeError),
+    ("scatter_add_negative", lambda m, x: x.scatter_add(1, m.tensor([[-1]]), x), RuntimeError),
+    (
+        "scatter_reduce_past_end",
+        lambda m, x: x.scatter_reduce(1, m.tensor([[4]]), x, "amax"),
+        RuntimeError,
+    ),
+    ("index_select_past_end", lambda m, x: x.index_select(0, m.tensor([3])), IndexError),
+    ("index_select_negative", lambda m, x: x.index_select(0, m.tensor([-1])), IndexError),
+    ("index_select_2d_index", lambda m, x: x.index_select(0, m.tensor([[1]])), IndexError),
+    ("index_add_past_end", lambda m, x: x.index_add(0, m.tensor([3]), m.ones(1, 4)), RuntimeError),
+    ("index_add_2d_index", lambda m, x: x.index_add(0, m.tensor([[1]]), m.ones(1, 4)), IndexError),
+    ("index_copy_negative", lambda m, x: x.index_copy(0, m.tensor([-1]), m.ones(1, 4)), IndexError),
+    ("index_fill_past_start", lambda m, x: x.index_fill(0, m.tensor([-4]), 1.0), IndexError),
+    ("index_fill_2d_index", lambda m, x: x.index_fill(0, m.tensor([[1]]), 1.0), RuntimeError),
+    ("take_past_end", lambda m, x: x.take(m.tensor([12])), IndexError),
+    ("take_past_start", lambda m, x: x.take(m.tensor([-13])), IndexError),
+    ("put_past_end", lambda m, x: x.put(m.tensor([12]), m.ones(1)), IndexError),
+    (
+        "masked_select_int_mask",
+        lambda m, x: x.masked_select(m.ones(3, 4, dtype=m.long)),
+        RuntimeError,
+    ),
+    ("spx_gather", lambda m, x: m.gather(x, 1, m.tensor([[4], [0], [0]])), RuntimeError),
+    ("spx_index_select", lambda m, x: m.index_select(x, 0, m.tensor([3])), IndexError),
+]
+
+
+@pytest.mark.parametrize(
+    "fn,error", [e[1:] for e in INDEX_VALUE_ERRORS], ids=[e[0] for e in INDEX_VALUE_ERRORS]
+)
+def test_index_values_out_of_range_raise_as_torch(fn, error):
+    check_raises(fn, (3, 4), error=error)
+
+
+INDEX_VALUE_EDGES = [
+    ("index_fill_negative", lambda m, x: x.index_fill(0, m.tensor([-1]), 1.0)),
+    ("take_negative", lambda m, x: x.take(m.tensor([-1, 11]))),
+    ("put_negative", lambda m, x: x.put(m.tensor([-1]), m.ones(1))),
+    ("index_select_0d_index", lambda m, x: x.index_select(0, m.tensor(2))),
+    ("gather_last", lambda m, x: x.gather(1, m.tensor([[3], [0], [2]]))),
+    ("masked_select_bool", lambda m, x: x.masked_select(x > 0)),
+]
+
+
+@pytest.mark.parametrize(
+    "fn", [e[1] for e in INDEX_VALUE_EDGES], ids=[e[0] for e in INDEX_VALUE_EDGES]
+)
+def test_index_values_in_range_match_torch(fn):
+    check(fn, (3, 4))
+
+
+def test_index_range_message_names_the_value():
+    with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 1 with size 4"):
+        spx.zeros(3, 4).gather(1, spx.tensor([[4], [0], [0]]))

@@ -7,9 +7,10 @@ copy, torch's "advanced indexing"); a boolean mask is turned into positions firs
 its value (a synchronization; inside a JAX transformation use ``masked_fill``/``spx.where``).
 ``x[mask] = scalar`` needs no synchronization.
 
-Out-of-range integers raise IndexError as in torch. Index *tensors* are checked when their
-value is already computed; an index computed lazily in the same program is not (an
-out-of-range entry then reads NaN for floats, as in JAX).
+Out-of-range integers raise IndexError as in torch. Index *tensors* (of ``x[...]``, gather,
+scatter, index_select/add/copy/fill, take, put) are checked when their value is already
+computed; an index computed lazily in the same program is not (an out-of-range entry then
+reads NaN for floats, as in JAX).
 """
 
 from __future__ import annotations
@@ -209,6 +210,52 @@ def _check_index(what: str, x_shape: tuple, index: Any, d: int, src: Any = None)
         raise RuntimeError(
             f"{what}(): Expected index {list(i_shape)} to be no larger than src {list(s_shape)}"
         )
+
+
+def _check_index_values(
+    what: str,
+    index: Any,
+    size: int,
+    dim: int,
+    *,
+    negative: bool = False,
+    error: type[Exception] = RuntimeError,
+) -> None:
+    """torch's error for index values outside ``[0, size)`` (``[-size, size)`` with
+    ``negative``), when the index's value is already computed (a DataLoader batch,
+    ``spx.tensor(...)``); a pending or traced index is not checked, to cost no
+    synchronization (an out-of-range entry then reads NaN or is dropped, as in JAX)."""
+    host = _host(index)
+    if host is None or not host.size or not np.issubdtype(host.dtype, np.integer):
+        return
+    low = -size if negative else 0
+    bad = (host < low) | (host >= size)
+    if not bad.any():
+        return
+    value = int(host[bad].reshape(-1)[0])
+    if what in ("take", "put_"):
+        raise IndexError(
+            f"out of range: tried to access index {value} on a tensor of {size} elements."
+        )
+    if what == "index_select":
+        raise IndexError(
+            f"index out of range in self: index {value} for dimension {dim} with size {size}"
+        )
+    prefix = f"{what}(): " if what == "index_copy_" else ""
+    raise error(f"{prefix}index {value} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_vector_index(what: str, index: Any) -> None:
+    """torch's error for an index_select/index_add/... index of more than one dimension."""
+    ndim = np.ndim(index) if not hasattr(index, "_ref") else index.ndim
+    if ndim <= 1:
+        return
+    fix = f"(got shape {list(np.shape(index))}); flatten it first: index.reshape(-1)"
+    if what == "index_copy_":
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {ndim}) {fix}")
+    if what == "index_fill_":
+        raise RuntimeError(f"Index has to be a vector/scalar {fix}")
+    raise IndexError(f"{what}(): Index is supposed to be a vector, but got dim: {ndim} {fix}")
 
 
 def _check_bool_mask(what: str, mask: Any) -> None:
@@ -480,10 +527,12 @@ class IndexingMethods:
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
         """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on; mirrors torch).
 
-        Index values are not checked (that would need them on the host every step): an
-        out-of-range index reads NaN (floats) or a fill value, where torch raises.
+        Index values are checked when they are already computed (as torch: an out-of-range
+        index raises); a pending or traced index is not, to cost no synchronization, and an
+        out-of-range entry then reads NaN (floats) or a fill value.
         """
         d = _dims.dim(dim, self.ndim)
+        _check_index_values("gather", index, self.shape[d], d)
         return apply(_gather, (d,), (self, index))
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
@@ -491,6 +540,7 @@ class IndexingMethods:
         return apply(_take_along, (d,), (self, indices))
 
     def take(self, index: Any) -> Any:
+        _check_index_values("take", index, self.numel(), 0, negative=True)
         return apply(_take, (), (self, index))
 
     def scatter(self, dim: int, index: Any, src: Any = None, *, value=None, reduce=None) -> Any:
@@ -502,10 +552,12 @@ class IndexingMethods:
         if reduce is not None and reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
         d = _dims.dim(dim, self.ndim)
+        _check_index_values("scatter", index, self.shape[d], d)
         return apply(_scatter, (d, reduce), (self, index, src))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
+        _check_index_values("scatter_add", index, self.shape[d], d)
         return apply(_scatter, (d, "add"), (self, index, src))
 
     def scatter_reduce(
@@ -516,6 +568,7 @@ class IndexingMethods:
             raise RuntimeError(
                 f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
             )
+        _check_index_values("scatter_reduce", index, self.shape[d], d)
         if reduce == "mean":
             return apply(_scatter_mean, (d, include_self), (self, index, src))
         if include_self:
@@ -523,14 +576,21 @@ class IndexingMethods:
         return apply(_scatter_reduce_excl, (d, reduce), (self, index, src))
 
     def index_select(self, dim: int, index: Any) -> Any:
-        return apply(_index_select, (_dims.dim(dim, self.ndim),), (self, index))
+        d = _dims.dim(dim, self.ndim)
+        _check_vector_index("index_select", index)
+        _check_index_values("index_select", index, self.shape[d], d)
+        return apply(_index_select, (d,), (self, index))
 
     def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
         d = _dims.dim(dim, self.ndim)
+        _check_vector_index("index_add_", index)
+        _check_index_values("index_add", index, self.shape[d], d)
         return apply(_index_update, (d, "add"), (self, index, source, alpha))
 
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
+        _check_vector_index("index_copy_", index)
+        _check_index_values("index_copy_", index, self.shape[d], d, error=IndexError)
         return apply(_index_update, (d, "copy"), (self, index, source, 1))
 
     def index_fill(self, dim: int, index: Any, value: Any) -> Any:
@@ -540,6 +600,8 @@ class IndexingMethods:
                 f"{value.ndim} dimension(s). (To write a tensor's values: index_copy_.)"
             )
         d = _dims.dim(dim, self.ndim)
+        _check_vector_index("index_fill_", index)
+        _check_index_values("index_fill", index, self.shape[d], d, negative=True, error=IndexError)
         return apply(_index_update, (d, "fill"), (self, index, value, 1))
 
     def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
@@ -564,6 +626,7 @@ class IndexingMethods:
 
     def put(self, index: Any, source: Any, accumulate: bool = False) -> Any:
         """A copy with ``source`` written at the flat positions ``index``."""
+        _check_index_values("put_", index, self.numel(), 0, negative=True)
         return apply(_put, (bool(accumulate),), (self, index, source))
 
     def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
@@ -571,6 +634,12 @@ class IndexingMethods:
 
     def masked_select(self, mask: Any) -> Any:
         """The elements where ``mask`` (broadcast to ``self``) is True, as a 1-D tensor."""
+        if getattr(mask, "dtype", None) is not None and np.dtype(mask.dtype) != np.bool_:
+            # An integer mask would otherwise index positions (x[mask]): a wrong result.
+            raise RuntimeError(
+                f"masked_select: expected BoolTensor for mask, got dtype {mask.dtype}; compare "
+                "first, e.g. x.masked_select(mask != 0)"
+            )
         shape = jnp.broadcast_shapes(tuple(self.shape), tuple(np.shape(mask)))
         full = self.expand(*shape) if tuple(self.shape) != shape else self
         m = mask if tuple(np.shape(mask)) == shape else _broadcast_mask(mask, shape)
