@@ -167,3 +167,84 @@ def test_legacy_flags_and_errors():
         F.cosine_embedding_loss(spx.zeros(3, 2), spx.zeros(3, 4), spx.ones(3))
     with pytest.raises(RuntimeError, match="inconsistent target size"):
         F.multilabel_margin_loss(spx.zeros(3, 2), spx.zeros(3, 4, dtype=spx.int64))
+
+
+# Values torch checks eagerly are checked when they are known (here: spx.tensor(...)).
+VALUE_ERRORS = [
+    (
+        "bce_input_above_1",
+        lambda m: m.nn.BCELoss()(m.tensor([1.5, 0.5]), m.tensor([1.0, 0.0])),
+        RuntimeError,
+    ),
+    (
+        "bce_input_negative",
+        lambda m: m.nn.functional.binary_cross_entropy(m.tensor([-0.5]), m.tensor([1.0])),
+        RuntimeError,
+    ),
+    (
+        "bce_input_nan",
+        lambda m: m.nn.functional.binary_cross_entropy(m.tensor([float("nan")]), m.tensor([1.0])),
+        RuntimeError,
+    ),
+    (
+        "bce_target_above_1",
+        lambda m: m.nn.BCELoss()(m.tensor([0.3, 0.5]), m.tensor([2.0, 0.0])),
+        RuntimeError,
+    ),
+    (
+        "gaussian_nll_negative_var",
+        lambda m: m.nn.GaussianNLLLoss()(m.zeros(2), m.zeros(2), m.tensor([-1.0, 1.0])),
+        ValueError,
+    ),
+    (
+        "multi_margin_target_past_end",
+        lambda m: m.nn.MultiMarginLoss()(m.zeros(2, 4), m.tensor([4, 0])),
+        RuntimeError,
+    ),
+    (
+        "multi_margin_target_negative",
+        lambda m: m.nn.MultiMarginLoss()(m.zeros(2, 4), m.tensor([-1, 0])),
+        RuntimeError,
+    ),
+    (
+        "multilabel_margin_target_past_end",
+        lambda m: m.nn.MultiLabelMarginLoss()(m.zeros(2, 4), m.tensor([[4, -1, 0, 0], [0] * 4])),
+        RuntimeError,
+    ),
+    (
+        "multilabel_margin_target_below_minus_1",
+        lambda m: m.nn.MultiLabelMarginLoss()(m.zeros(2, 4), m.tensor([[-2, 0, 0, 0], [0] * 4])),
+        RuntimeError,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "fn,error", [e[1:] for e in VALUE_ERRORS], ids=[e[0] for e in VALUE_ERRORS]
+)
+def test_known_values_out_of_domain_raise_as_torch(fn, error):
+    with pytest.raises(error):
+        fn(torch)
+    with pytest.raises(error):
+        fn(spx)
+
+
+VALUE_EDGES = [
+    ("bce_at_0_and_1", lambda m: m.nn.BCELoss()(m.tensor([1.0, 0.0]), m.tensor([1.0, 0.0]))),
+    ("gaussian_nll_zero_var", lambda m: m.nn.GaussianNLLLoss()(m.zeros(2), m.ones(2), m.zeros(2))),
+    ("multi_margin_last_class", lambda m: m.nn.MultiMarginLoss()(m.ones(2, 4), m.tensor([3, 0]))),
+    (
+        "multilabel_margin_minus_1_ends",
+        lambda m: m.nn.MultiLabelMarginLoss()(m.ones(2, 4), m.tensor([[3, -1, 0, 0], [0] * 4])),
+    ),
+]
+
+
+@pytest.mark.parametrize("fn", [e[1] for e in VALUE_EDGES], ids=[e[0] for e in VALUE_EDGES])
+def test_known_values_in_domain_match_torch(fn):
+    np.testing.assert_allclose(float(fn(spx)), float(fn(torch)), rtol=1e-5, atol=1e-6)
+
+
+def test_bce_on_logits_names_the_fix():
+    with pytest.raises(RuntimeError, match="binary_cross_entropy_with_logits"):
+        F.binary_cross_entropy(spx.tensor([2.0]), spx.tensor([1.0]))

@@ -266,7 +266,24 @@ cosine_similarity = _recorded(_distance.cosine_similarity)
 pairwise_distance = _recorded(_distance.pairwise_distance)
 bilinear = _recorded(_linear.bilinear)
 linear = _recorded(_linear.linear)
-binary_cross_entropy = _recorded(_loss.binary_cross_entropy)
+_binary_cross_entropy_op = _recorded(_loss.binary_cross_entropy)
+
+
+@functools.wraps(_loss.binary_cross_entropy)
+def binary_cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    # torch's eager checks of the values, when they are known now (see _check_targets): a
+    # logit passed where a probability belongs would otherwise give NaN or a wrong loss.
+    for name, value in (("input", input), ("target", target)):
+        values = _known_value(value)
+        if values is not None and values.size and not ((values >= 0) & (values <= 1)).all():
+            raise RuntimeError(
+                f"all elements of {name} should be between 0 and 1 (binary_cross_entropy got "
+                f"{name} values in [{values.min()}, {values.max()}]); for logits use "
+                "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss)"
+            )
+    return _binary_cross_entropy_op(input, target, *args, **kwargs)
+
+
 binary_cross_entropy_with_logits = _recorded(_loss.binary_cross_entropy_with_logits)
 huber_loss = _recorded(_loss.huber_loss)
 kl_div = _recorded(_loss.kl_div)
@@ -276,10 +293,52 @@ mse_loss = _recorded(_loss.mse_loss)
 smooth_l1_loss = _recorded(_loss.smooth_l1_loss)
 soft_margin_loss = _recorded(_loss.soft_margin_loss)
 cosine_embedding_loss = _recorded(_margin_loss.cosine_embedding_loss)
-gaussian_nll_loss = _recorded(_margin_loss.gaussian_nll_loss)
+_gaussian_nll_loss_op = _recorded(_margin_loss.gaussian_nll_loss)
 hinge_embedding_loss = _recorded(_margin_loss.hinge_embedding_loss)
-multi_margin_loss = _recorded(_margin_loss.multi_margin_loss)
-multilabel_margin_loss = _recorded(_margin_loss.multilabel_margin_loss)
+_multi_margin_loss_op = _recorded(_margin_loss.multi_margin_loss)
+_multilabel_margin_loss_op = _recorded(_margin_loss.multilabel_margin_loss)
+
+
+@functools.wraps(_margin_loss.gaussian_nll_loss)
+def gaussian_nll_loss(input: Any, target: Any, var: Any, *args: Any, **kwargs: Any) -> Any:
+    values = _known_value(var)
+    if values is not None and (values < 0).any():
+        raise ValueError(
+            f"var has negative entry/entries (gaussian_nll_loss got min {values.min()}); "
+            "predict a variance that is non-negative, e.g. through softplus or exp"
+        )
+    return _gaussian_nll_loss_op(input, target, var, *args, **kwargs)
+
+
+def _check_class_range(target: Any, input: Any, low: int, message: str) -> None:
+    """torch's RuntimeError for class indices outside ``[low, C)``, when they are known now."""
+    values = _known_value(target)
+    n_classes = getattr(input, "shape", (None,))[-1] if getattr(input, "ndim", 0) else None
+    if values is None or not values.size or n_classes is None:
+        return
+    if not _np.issubdtype(values.dtype, _np.integer):
+        return
+    bad = (values < low) | (values >= n_classes)
+    if bad.any():
+        raise RuntimeError(
+            f"{message} (got {int(values[bad].reshape(-1)[0])}; class indices must be in "
+            f"[{low}, {n_classes - 1}] for an input with {n_classes} classes)"
+        )
+
+
+@functools.wraps(_margin_loss.multi_margin_loss)
+def multi_margin_loss(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    _check_class_range(target, input, 0, "target out of range")
+    return _multi_margin_loss_op(input, target, *args, **kwargs)
+
+
+@functools.wraps(_margin_loss.multilabel_margin_loss)
+def multilabel_margin_loss(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    # -1 ends each row's list of classes.
+    _check_class_range(target, input, -1, "argument #2 'target' is out of range")
+    return _multilabel_margin_loss_op(input, target, *args, **kwargs)
+
+
 multilabel_soft_margin_loss = _recorded(_margin_loss.multilabel_soft_margin_loss)
 poisson_nll_loss = _recorded(_margin_loss.poisson_nll_loss)
 triplet_margin_loss = _recorded(_margin_loss.triplet_margin_loss)
