@@ -336,3 +336,39 @@ def test_unrecorded_write_keeps_the_history_at_second_order():
         return x.grad.tolist()
 
     assert run(spx) == run(torch)
+
+
+# Distribution parameters outside their domain: torch raises; spx drew from them silently.
+DRAW_ERRORS = [
+    ("normal_negative_std", lambda m, x: x.normal_(0.0, -1.0)),
+    ("uniform_from_above_to", lambda m, x: x.uniform_(2.0, 1.0)),
+    ("bernoulli_p_above_1", lambda m, x: x.bernoulli_(1.5)),
+    ("bernoulli_p_negative", lambda m, x: x.bernoulli_(-0.1)),
+    ("exponential_zero_lambda", lambda m, x: x.exponential_(0.0)),
+    ("cauchy_negative_sigma", lambda m, x: x.cauchy_(0.0, -1.0)),
+    ("log_normal_negative_std", lambda m, x: x.log_normal_(1.0, -1.0)),
+    ("geometric_p_0", lambda m, x: x.geometric_(0.0)),
+    ("geometric_p_above_1", lambda m, x: x.geometric_(1.5)),
+    ("random_from_above_to", lambda m, x: x.random_(5, 2)),
+    ("random_to_0", lambda m, x: x.random_(0)),
+]
+
+
+@pytest.mark.parametrize("fn", [e[1] for e in DRAW_ERRORS], ids=[e[0] for e in DRAW_ERRORS])
+def test_draw_parameters_out_of_domain_raise_as_torch(fn):
+    check_raises(fn, X, error=RuntimeError)
+
+
+DRAW_EDGES = [
+    ("normal_zero_std", lambda m, x: x.normal_(2.0, 0.0)),
+    ("uniform_empty_range", lambda m, x: x.uniform_(1.0, 1.0)),
+    ("bernoulli_int_p_1", lambda m, x: x.bernoulli_(1)),
+    ("bernoulli_int_p_0", lambda m, x: x.bernoulli_(0)),
+    ("random_single_value", lambda m, x: x.random_(3, 4)),
+    ("random_to_1", lambda m, x: x.random_(1)),
+]
+
+
+@pytest.mark.parametrize("fn", [e[1] for e in DRAW_EDGES], ids=[e[0] for e in DRAW_EDGES])
+def test_draw_parameters_at_domain_edges_match_torch(fn):
+    check(fn, X)

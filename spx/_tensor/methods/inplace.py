@@ -8,6 +8,7 @@ that requires grad they raise unless grad mode is off (``with spx.no_grad():``),
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -38,6 +39,9 @@ def _normal(_into: Any, key: Any, mean: Any, std: Any, shape: tuple, dtype: Any)
 
 
 def _bernoulli_p(key: Any, p: Any, shape: tuple, dtype: Any) -> Any:
+    p = jnp.asarray(p)
+    if not jnp.issubdtype(p.dtype, jnp.floating):  # bernoulli_(1) as torch; JAX wants a float
+        p = p.astype(jnp.float32)
     return jax.random.bernoulli(key, p, shape).astype(dtype)
 
 
@@ -125,6 +129,13 @@ def _draw_args(into: Any, generator: Any, *params: Any) -> tuple:
     return (into, _key_on(into, generator), *params)
 
 
+def _check_draw(ok: Callable[..., bool], message: str, *values: Any) -> None:
+    """torch's RuntimeError for a distribution parameter out of its domain. Only Python
+    numbers are checked: a tensor parameter's value is not read here (no synchronization)."""
+    if all(isinstance(v, int | float) for v in values) and not ok(*values):
+        raise RuntimeError(message)
+
+
 class InplaceMethods:
     """In-place updates."""
 
@@ -167,38 +178,62 @@ class InplaceMethods:
         return self._assign_op(_fill_diagonal, (wrap,), (self, fill_value))
 
     def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> Any:
+        _check_draw(
+            lambda a, b: a <= b,
+            f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}",
+            from_,
+            to,
+        )
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_uniform, static, _draw_args(self, generator, from_, to))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        _check_draw(lambda s: s >= 0, f"normal expects std >= 0.0, but found std {std}", std)
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_normal, static, _draw_args(self, generator, mean, std))
 
     def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Any:
+        _check_draw(
+            lambda q: 0 <= q <= 1, f"bernoulli_ expects p to be in [0, 1], but got p={p}", p
+        )
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_bernoulli, static, _draw_args(self, generator, p))
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Any:
+        _check_draw(
+            lambda v: v > 0, f"exponential_ expects lambda > 0.0, but found lambda={lambd}", lambd
+        )
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_exponential, static, _draw_args(self, generator, lambd))
 
     def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Any:
+        _check_draw(lambda v: v > 0, f"cauchy_ expects sigma > 0.0, but found sigma={sigma}", sigma)
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_cauchy, static, _draw_args(self, generator, median, sigma))
 
     def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Any:
         """Samples whose logarithm is normal with ``mean`` and ``std``."""
+        _check_draw(lambda v: v > 0, f"log_normal_ expects std > 0.0, but found std={std}", std)
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_log_normal, static, _draw_args(self, generator, mean, std))
 
     def geometric_(self, p: float, *, generator: Any = None) -> Any:
         """Number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
+        _check_draw(lambda q: 0 < q < 1, f"geometric_ expects p to be in (0, 1), but got p={p}", p)
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_geometric, static, _draw_args(self, generator, p))
 
-    def random_(self, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Any:
-        if to is None:
-            from_, to = 0, from_ if from_ else 2**24
+    def random_(
+        self, from_: int | None = None, to: int | None = None, *, generator: Any = None
+    ) -> Any:
+        if to is None:  # random_() draws from [0, 2**24]; random_(to) from [0, to)
+            from_, to = 0, 2**24 if from_ is None else from_
+        _check_draw(
+            lambda a, b: a < b,
+            f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}",
+            from_,
+            to,
+        )
         static = (tuple(self.shape), np.dtype(self.dtype))
         return self._assign_op(_randint, static, _draw_args(self, generator, from_, to))
 
