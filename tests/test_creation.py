@@ -100,3 +100,12 @@ def test_device_strings_resolve_to_jax_devices():
 def test_non_numeric_data_is_a_clear_error(fn, bad):
     with pytest.raises((TypeError, ValueError), match=r"can't make a tensor of .*Pass numbers"):
         fn(bad)
+
+
+def test_randperm_of_a_negative_n_raises_as_torch():
+    # spx returned an empty permutation.
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        torch.randperm(-1)
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        spx.randperm(-1)
+    assert spx.randperm(0).tolist() == torch.randperm(0).tolist() == []

@@ -517,6 +517,11 @@ def randint_like(
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of ``0 .. n-1`` (mirrors ``torch.randperm``)."""
+    if int(n) < 0:
+        raise RuntimeError(
+            f"Trying to create tensor with negative dimension {int(n)}: [{int(n)}] (randperm's n "
+            "must be >= 0)"
+        )
     static = (int(n), _dtype(dtype, jnp.int32))
     return _made(_randperm, static, (_key(generator),), device, requires_grad)
 

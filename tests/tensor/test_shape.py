@@ -126,6 +126,7 @@ SHAPE_CASES = [
     ("roll_neg", lambda m, x: x.roll(-1, 0), (2, 3)),
     ("roll_many", lambda m, x: x.roll((1, 2), (0, 1)), (2, 3)),
     ("roll_dim_tuple", lambda m, x: x.roll(2, (1,)), (2, 3)),
+    ("roll_list", lambda m, x: x.roll([1]), (2, 3)),
 ]
 
 
@@ -181,6 +182,11 @@ ERROR_CASES = [
     ("repeat_fewer", lambda m, x: x.repeat(2), RuntimeError),
     ("unfold_too_big", lambda m, x: x.unfold(1, 4, 1), RuntimeError),
     ("dim_float", lambda m, x: x.size(1.0), TypeError),
+    # spx broadcast the shifts over the dims or dropped the extra ones: a silent wrong roll.
+    ("roll_more_shifts", lambda m, x: x.roll((1, 2), (0,)), RuntimeError),
+    ("roll_fewer_shifts", lambda m, x: x.roll((1,), (0, 1)), RuntimeError),
+    ("roll_shifts_no_dims", lambda m, x: x.roll((1, 2)), RuntimeError),
+    ("roll_no_shifts", lambda m, x: x.roll((), ()), RuntimeError),
 ]
 
 

@@ -194,10 +194,22 @@ class ArrangeMethods:
         return self.flip(0)
 
     def roll(self, shifts: Any, dims: Any = None) -> Any:
+        sh = tuple(int(s) for s in shifts) if isinstance(shifts, list | tuple) else (int(shifts),)
+        if not sh:
+            raise RuntimeError("`shifts` required")
         if dims is None:
-            return apply(_roll, (int(shifts), None), (self.flatten(),)).view(self.shape)
-        sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+            if len(sh) != 1:  # without dims, one shift of the flattened tensor
+                raise RuntimeError(
+                    f"shifts and dimensions must align. shifts: {len(sh)}, dims:0 (pass one "
+                    "dim per shift, e.g. roll((1, 2), (0, 1)))"
+                )
+            return apply(_roll, (sh[0], None), (self.flatten(),)).view(self.shape)
         ds = _dims.dims(dims, self.ndim)
+        if len(sh) != len(ds):  # jnp.roll would broadcast them, or ignore the extra shifts
+            raise RuntimeError(
+                f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)} (pass "
+                "one shift per dim)"
+            )
         return apply(_roll, (sh, ds), (self,))
 
     def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
