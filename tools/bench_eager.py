@@ -31,8 +31,8 @@ jitted identity (~10-25 µs instead of ~35 µs; the loop builds each batch from 
 slices): 0.99x, 0.91x, 0.97x torch (torch 9.8-10.1 ms/step). Alternating with the code from
 before that change: before 1.00 / 1.23 / 1.41x, after 0.93 / 1.08 / 0.96x.
 
-2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.3): 0.85x torch (torch 8.2 ms/step, spx
-7.0). Target met.
+2026-11-27 (stop 23), a 2-core AMD EPYC box: 0.85x torch at load 1.3 (torch 8.2 ms/step, spx
+7.0) and 0.70x at load 0.9 (torch 7.7, spx 5.4) at the end of the stop. Target met.
 
 Usage: ``python tools/bench_eager.py [--steps 100] [--batch-size 8]``
 """

@@ -56,10 +56,18 @@ launch 0.45x / 0.48x the first. (Pinning each spx rank to one core, tried the sa
 1.60 / 1.48: not a fix.)
 
 **The step-time target (spx/torch <= 0.5) is not met.** On the Intel boxes above spx was
-1.16-1.74x torch's step time. 2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.1-1.8):
-1 process 0.45, 2 processes 0.89 (spx 31.9, torch 35.9 ms/step), 4 processes 1.19 (51.0 vs
-42.7); compute floor jax/torch 0.46 (raw ``jax.jit`` 21.4 ms, torch 46.9). The target asks for
-the 2-process step at <= 18 ms. What bounds it there, measured on that box (each program
+1.16-1.74x torch's step time. 2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.1-1.8), at
+the start of the stop: 1 process 0.45, 2 processes 0.89 (spx 31.9, torch 35.9 ms/step), 4
+processes 1.19 (51.0 vs 42.7); compute floor jax/torch 0.46 (raw ``jax.jit`` 21.4 ms, torch
+46.9). At its end, with spx-run's ``PJRT_NPROC`` (each worker's share of the cores for XLA's
+thread pools) and the faster join (``--rounds 2``, load 1.1-2.0): 1 process 0.46, 2 processes
+0.80 (30.8 vs 38.6), 4 processes 0.84 (40.2 vs 47.7); time to first step, first / second
+launch: 3.9 / 2.2 s on 2 processes (0.57; torch 2.8 s), 6.4 / 3.3 s on 4 (0.52; torch 4.9 s).
+A warm launch is now faster than torch's, but so is the cold one (compiling is fast on this
+box and the join lost a second of gRPC backoff), so the <= 0.5 ratio is missed: of a warm
+launch's 2.1 s, 0.8 s is spx-run itself (``import spx`` imports jax), 0.7 s the workers'
+imports, 0.2 s building the model and 0.3 s the first step. The target asks for the 2-process
+step at <= 18 ms. What bounds it there, measured on that box (each program
 waited for; ``PipelineStage``'s forward and backward programs, pinned to one core): per
 microbatch a block costs 0.25 ms forward and 0.5 ms backward, so each rank of the 2-process
 split (2 blocks, plus the embedding or the head) computes ~1.8 ms per microbatch, 14.4 ms per

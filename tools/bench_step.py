@@ -49,13 +49,15 @@ the second core after a JAX block.) 2026-11-27 later, after the placeholder chan
 0.466 ms per step with them, 0.467 without (tools/gpu_check.sh's profile step); what they
 cost is the latency of a step that is waited for.
 
-2026-11-27 (stop 23), a 2-core AMD EPYC box, quiet (load 1.0-1.5), the code of stop 22: four
-runs of ``--only tiny`` (raw JAX 0.655-0.683 ms): spx 1.10 / 1.02 / 1.05 / 1.02, -grad 1.07 /
-1.01 / 1.03 / 1.03, bwd() 1.09 / 1.02 / 1.05 / 1.04, torch 2.90; ``--pipelined`` spx 1.04,
--grad 1.00, bwd() 1.07; ``--only medium --steps 80`` (raw 105 ms) spx 1.03, -grad 1.01,
-bwd() 1.04. **The target (<= 1.10x raw JAX) is met in every run on this box**; on the
-Intel boxes of earlier days the same code measured 1.13-1.17 (the ~0.1 ms of host Python
-per step is a smaller share where XLA's own step costs more host time).
+2026-11-27 (stop 23), a 2-core AMD EPYC box, quiet (load 0.8-1.5), eight runs of ``--only
+tiny`` (four with stop 22's code, four at the end of stop 23; the compiled path did not
+change): spx 1.10 / 1.02 / 1.05 / 1.02 / 1.10 / 1.00 / 1.09 / 1.11 (median 1.07), -grad 1.07 /
+1.01 / 1.03 / 1.03 / 1.10 / 1.00 / 1.07 / 1.10, bwd() 1.09 / 1.02 / 1.05 / 1.04 / 1.11 / 1.02 /
+1.09 / 1.11, torch 2.90-3.06. spx's own step is steady at 0.68-0.70 ms; raw JAX's alternates
+between 0.633 and 0.681 ms from run to run, which is most of the spread. ``--pipelined`` spx
+1.04, -grad 1.00, bwd() 1.07; ``--only medium --steps 80`` (raw 105 ms) spx 1.03, -grad 1.01,
+bwd() 1.04. The target (<= 1.10x raw JAX) is met in 7 of 8 runs on this box (1.11 in one); on
+the Intel boxes of earlier days the same code measured 1.13-1.17.
 
 Usage: ``python tools/bench_step.py [--steps 200] [--only tiny|medium] [--pipelined]``
 """
