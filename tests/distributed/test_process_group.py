@@ -290,6 +290,41 @@ def test_sockets_bind_to_the_given_address():
     assert all(a == "127.0.0.1" for addrs in out.values() for a in addrs), out
 
 
+def test_a_rank_waits_for_the_coordinator_to_listen():
+    # A rank that reached init_process_group before rank 0 listens waits for the port (gRPC's
+    # own retry came ~1 s later); it returns once the port accepts, or after its timeout.
+    import socket
+
+    from spx.distributed.multiprocess.runtime import _await_coordinator
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+
+    def listen_later(server: socket.socket) -> None:
+        time.sleep(0.3)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    thread = threading.Thread(target=listen_later, args=(server,))
+    start = time.monotonic()
+    thread.start()
+    try:
+        _await_coordinator("127.0.0.1", port, timeout=30)
+        waited = time.monotonic() - start
+    finally:
+        thread.join()
+        server.close()
+    assert 0.25 <= waited < 20, waited  # returned after the listener appeared, not at timeout
+
+    start = time.monotonic()
+    _await_coordinator("127.0.0.1", port, timeout=0.2)  # nobody listens: gives up
+    assert time.monotonic() - start < 5
+
+
 PROCESS_CASES = [
     (_sockets_bind_to_the_given_address, 2),
     (_reinit, 2),

@@ -7,12 +7,14 @@ import stat
 import pytest
 
 from spx.distributed.elastic import devices
+from spx.distributed.elastic import worker_env as worker_env_module
 from spx.distributed.elastic.worker_env import (
     GroupInfo,
     NodeInfo,
     assign_worker_ranks,
     substitute_local_rank,
     worker_env,
+    xla_cpu_threads,
 )
 from tests.distributed.elastic._helpers import SPX_RUN, clean_env, free_ports, run, script
 
@@ -188,3 +190,13 @@ def test_more_workers_than_gpus_warn_and_share_memory(tmp_path, fake_gpus):
         "0.375",
         "0.375",
     ]
+
+
+def test_xla_threads_are_each_cpu_workers_share_of_the_cores():
+    share = str(max(1, worker_env_module._cores() // 2))
+    assert xla_cpu_threads(2, 0, {}) == share
+    assert xla_cpu_threads(1, 0, {}) is None  # one worker: XLA's default
+    assert xla_cpu_threads(2, 4, {}) is None  # a GPU node
+    assert xla_cpu_threads(2, 0, {"PJRT_NPROC": "3"}) is None  # the user's, passed through
+    assert xla_cpu_threads(2, 0, {"JAX_NUM_CPU_DEVICES": "4"}) is None  # a thread per device
+    assert xla_cpu_threads(64, 0, {}) == "1"  # never below one
