@@ -272,15 +272,18 @@ def start(rank: int, world_size: int, timeout: float, init_method: str | None) -
     jax_preemption = "JAX_ENABLE_PREEMPTION_SERVICE" in os.environ
     if not jax_preemption:
         jax.config.update("jax_enable_preemption_service", False)
+    # One budget for the join: what the wait for rank 0 used is not given to initialize again.
+    budget = min(timeout, 300)
+    deadline = time.monotonic() + budget
     if rank != 0:
-        _await_coordinator(master, port, min(timeout, 300))
+        _await_coordinator(master, port, budget)
     try:
         jax.distributed.initialize(
             coordinator_address=address,
             num_processes=world_size,
             process_id=rank,
             coordinator_bind_address=address,
-            initialization_timeout=max(1, int(min(timeout, 300))),
+            initialization_timeout=max(1, int(deadline - time.monotonic())),
             **kwargs,
         )
     except Exception as e:
