@@ -197,8 +197,9 @@ def _scalar_base(x: Any) -> Any:
 
 
 def _check_scalar_pow(base: Any, t: Tensor) -> None:
-    # torch has no pow kernel for these result types; spx's pow would compute int32 and
-    # complex64 results instead.
+    # torch has no pow kernel for these result types. spx's pow computes a complex64 result
+    # for the second, and for the first refuses only a tensor exponent of at least one
+    # dimension (it cannot tell a 0-d one from torch's special-cased Python bool).
     dtype = "Bool" if isinstance(base, bool) and t.dtype == np.bool_ else None
     if isinstance(base, complex) and t.dtype == np.float16:
         dtype = "ComplexHalf"
