@@ -1,7 +1,7 @@
 """Per-thread registries of live objects (the Modules and Optimizers a thread created).
 
 ``spx.compile`` checks, after tracing a step, that no Module or Optimizer it did not bind was
-changed or read as a constant (:mod:`spx.compile.unbound`). It must look only at the objects of
+changed or read as a constant (:mod:`spx._compile.unbound`). It must look only at the objects of
 its own thread: with thread ranks (``spx-run --threads``) another rank's trace legitimately
 holds placeholders in that rank's model at the same time. (Other threads' objects are still
 checked for being read as constants: a model built on the main thread and used by a step

@@ -1,7 +1,7 @@
 """Where the user's code is: the first stack or traceback frame outside spx, JAX and Python.
 
 An error raised while spx traces a step happens deep inside JAX, under spx's own frames; the
-line worth showing is the user's (``if loss > 1:``), not ``spx/compile/compiled.py``. These
+line worth showing is the user's (``if loss > 1:``), not ``spx/_compile/compiled.py``. These
 helpers find that frame so messages and warnings can point at it.
 """
 

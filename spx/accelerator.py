@@ -24,7 +24,7 @@ from typing import Any
 import jax
 
 from spx import cuda as _cuda
-from spx.device import device as _resolve
+from spx._device import device as _resolve
 
 __all__ = [
     "current_accelerator",

@@ -21,7 +21,7 @@ Keeping the gradients costs the tiny model ~0.1 ms on CPU: 29 more arrays per st
 microseconds of jax runtime bookkeeping (no extra kernels: the compiled programs have the same
 fusions). On GPUs they cost raw JAX itself as much as its whole step ("raw +grads": 2.0x on an
 H100 and on an H200, jax 0.11.2), and one packed buffer 0.03-0.06 ms ("raw +packd"), so
-spx.compile returns fresh gradients packed (``spx/compile/packing.py``). H100, same run each:
+spx.compile returns fresh gradients packed (``spx/_compile/packing.py``). H100, same run each:
 spx 1.62 ms before packing (2.42x raw JAX), 1.16 ms after (1.84x); H200, the final code: raw
 JAX 0.49, +grads 0.99, +packd 0.52, spx 0.76 (1.55x; 0.77x raw JAX returning its gradients),
 spx -grad 0.54 (1.11x), spx bwd() 0.76. What spx adds there keeping gradients is host Python:

@@ -52,8 +52,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _context
+from spx._device import _accelerator_platform
 from spx._tensor.methods._dtypes import canonical
-from spx.device import _accelerator_platform
 
 __all__ = [
     "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor",
@@ -197,7 +197,7 @@ def _on_cuda(t: Any) -> bool:
 def _cpu_device() -> jax.Device:
     """``spx.device("cpu")`` (the rank's own device), or the first CPU device when that is not
     one: a rank whose device is a GPU."""
-    from spx.device import device
+    from spx._device import device
 
     own = device("cpu")
     return own if own.platform == "cpu" else jax.local_devices(backend="cpu")[0]

@@ -26,17 +26,17 @@ import jax.numpy as jnp
 
 from spx import _transforms
 from spx import random as spx_random
-from spx._tensor import graph
-from spx._tensor.autograd import run_hooks, run_post_accumulate_hooks, run_post_backward
-from spx._tensor.grad_mode import no_grad as _no_grad_mode
-from spx._tensor.graph import Storage, value_node
-from spx._tensor.tensor import Tensor
-from spx.compile.binding import (
+from spx._compile.binding import (
     Binding,
     _set_grad_value,
     flatten_args,
     is_stateful,
 )
+from spx._tensor import graph
+from spx._tensor.autograd import run_hooks, run_post_accumulate_hooks, run_post_backward
+from spx._tensor.grad_mode import no_grad as _no_grad_mode
+from spx._tensor.graph import Storage, value_node
+from spx._tensor.tensor import Tensor
 from spx.func._wrap import call, enter
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter

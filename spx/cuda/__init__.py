@@ -21,7 +21,7 @@ from typing import Any
 import jax
 
 from spx import _context, _validate
-from spx.device import device as _resolve
+from spx._device import device as _resolve
 
 __all__ = [
     "amp",

@@ -45,7 +45,7 @@ def resolve_target(device: DeviceLike | None) -> jax.Device | jax.sharding.Shard
             return jax.local_devices(backend=default)[0]
         return default
     if isinstance(device, str):
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         return resolve_device(device)
     if isinstance(device, jax.Device | jax.sharding.Sharding):

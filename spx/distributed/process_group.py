@@ -205,7 +205,7 @@ def init_process_group(
         ...     print(dist.get_rank(), dist.get_world_size())
         >>> dist.spawn(main, nprocs=2)  # doctest: +SKIP
     """
-    from spx.device import device as resolve_device
+    from spx._device import device as resolve_device
     from spx.distributed._thread_backend import SEAT_KEY
 
     ctx = _context.current()

@@ -289,7 +289,7 @@ def without_history(out: Any, api: str) -> Any:
     read ``requires_grad=True`` as in torch, and a ``backward()`` that reaches them raises the
     fix instead of silently leaving those inputs without gradient.
     """
-    from spx.compile.compiled import _no_gradient
+    from spx._compile.compiled import _no_gradient
 
     leaves, spec = tree_flatten(out)
     message = _NO_HISTORY.format(api=api)

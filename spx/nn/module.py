@@ -43,7 +43,7 @@ def _check_name(kind: str, name: Any) -> None:
 
 
 # Every Module alive, per thread: spx.compile checks that a step it traced neither changed
-# nor read as constants those it did not bind (:mod:`spx.compile.unbound`).
+# nor read as constants those it did not bind (:mod:`spx._compile.unbound`).
 _LIVE = Registry()
 
 
@@ -518,7 +518,7 @@ class Module:
 
         Casting touches floating-point parameters and buffers only, as in torch.
         """
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)

@@ -20,13 +20,13 @@ import numpy as np
 
 from spx import _context, _validate
 from spx import random as spx_random
+from spx._device import device as resolve_device
 from spx._host import device_array
 from spx._tensor import graph, numpy_names
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.placement import known_device
 from spx._tensor.tensor import Tensor
-from spx.device import device as resolve_device
 from spx.ops.types import default_complex_dtype, get_default_dtype
 
 __all__ = [

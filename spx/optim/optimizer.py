@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _transforms
+from spx._compile import sharing
 from spx._host import device_array
 from spx._live import Registry
 from spx._tensor.tensor import Tensor
-from spx.compile import sharing
 from spx.nn import _structure
 from spx.optim import _state_check
 
@@ -72,7 +72,7 @@ _STEP_AFTER_SCHEDULER = (
 
 
 # Every Optimizer alive, per thread: spx.compile checks that a step it traced neither changed
-# nor read as constants those it did not bind (:mod:`spx.compile.unbound`).
+# nor read as constants those it did not bind (:mod:`spx._compile.unbound`).
 _LIVE = Registry()
 
 
@@ -293,7 +293,7 @@ class Optimizer:
         """The jitted update of a group and its record of the outputs' shared entries.
 
         State entries shared between parameters (a lockstep group's ``step``) enter and leave
-        the program once; see :mod:`spx.compile.sharing`.
+        the program once; see :mod:`spx._compile.sharing`.
         """
         cached = self._compiled.get((static, in_shared))
         if cached is None:

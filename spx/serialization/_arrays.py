@@ -180,7 +180,7 @@ def resolve_device(device: Any) -> jax.Device | None:
     """
     if device is None:
         return _context.current().device
-    from spx.device import device as to_device
+    from spx._device import device as to_device
 
     return to_device(device)
 

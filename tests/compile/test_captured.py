@@ -9,7 +9,7 @@ import pytest
 
 import spx
 from spx import nn
-from spx.compile.captured import Captured
+from spx._compile.captured import Captured
 from tests._torch_utils import assert_params_match, copy_torch_weights
 
 torch = pytest.importorskip("torch")

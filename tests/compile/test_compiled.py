@@ -9,7 +9,7 @@ import pytest
 
 import spx
 from spx import nn
-from spx.compile import sharing
+from spx._compile import sharing
 from spx.nn import functional as F
 from tests._torch_utils import assert_params_match, copy_torch_weights
 

@@ -38,7 +38,7 @@ def test_branch_on_a_traced_loss_names_the_users_line_and_the_fix():
         return loss
 
     line = _line_of(step, "if loss > 1:")
-    # Before: "Attempted boolean conversion ... pure at spx/compile/compiled.py ...".
+    # Before: "Attempted boolean conversion ... pure at spx/_compile/compiled.py ...".
     with pytest.raises(TypeError) as info:
         spx.compile(step)(model, opt, X)
     message = str(info.value)

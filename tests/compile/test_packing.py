@@ -124,7 +124,7 @@ def test_packed_gradients_read_as_torch_through_every_use(mixed):
 
 
 def test_fresh_gradients_leave_the_program_as_one_buffer():
-    # The point of packing (see spx/compile/packing.py): 4 gradients, one output buffer.
+    # The point of packing (see spx/_compile/packing.py): 4 gradients, one output buffer.
     _, s = _pair()
     x, y = _data()
     opt = spx.optim.AdamW(s.parameters())

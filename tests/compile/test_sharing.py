@@ -1,8 +1,8 @@
-"""spx.compile.sharing: entries shared between state dicts, found, stripped and restored."""
+"""spx._compile.sharing: entries shared between state dicts, found, stripped and restored."""
 
 import jax.numpy as jnp
 
-from spx.compile import sharing
+from spx._compile import sharing
 
 
 def _states():

@@ -241,7 +241,7 @@ class ConvertMethods:
         return out
 
     def _moved(self, device: Any) -> Any:
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         target = resolve_device(device)
         value = self._value()

@@ -16,9 +16,9 @@ from typing import Any
 import jax
 
 from spx import random as spx_random
+from spx._device import device as resolve_device
 from spx._tensor.autograd import run_post_backward
 from spx._validate import as_int
-from spx.device import device as resolve_device
 from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
 

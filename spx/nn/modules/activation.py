@@ -433,7 +433,7 @@ class PReLU(Module):
         self.init = init
         weight = jnp.full((num_parameters,), init, dtype=dtype or get_default_dtype())
         if device is not None:
-            from spx.device import device as resolve_device
+            from spx._device import device as resolve_device
 
             weight = jax.device_put(weight, resolve_device(device))
         self.weight = Parameter(weight)

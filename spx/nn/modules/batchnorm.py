@@ -36,7 +36,7 @@ Array = jax.Array
 def _array(shape: tuple[int, ...], fill: float, dtype: Any, device: Any) -> jax.Array:
     x = jnp.full(shape, fill, dtype=dtype)
     if device is not None:
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         x = jax.device_put(x, resolve_device(device))
     return x

@@ -20,7 +20,7 @@ from spx.ops.types import get_default_dtype
 def _empty(shape: tuple[int, ...], dtype: Any, device: Any) -> jax.Array:
     x = jnp.zeros(shape, dtype=dtype or get_default_dtype())
     if device is not None:
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         x = jax.device_put(x, resolve_device(device))
     return x

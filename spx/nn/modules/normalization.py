@@ -29,7 +29,7 @@ def _new(shape: tuple[int, ...], dtype: Any, device: Any) -> Parameter:
     """A Parameter of ``shape`` (values set by the caller's ``reset_parameters``)."""
     x = jnp.empty(shape, dtype=dtype or get_default_dtype())
     if device is not None:
-        from spx.device import device as resolve_device
+        from spx._device import device as resolve_device
 
         x = jax.device_put(x, resolve_device(device))
     return Parameter(x)

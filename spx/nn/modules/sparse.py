@@ -334,7 +334,7 @@ def _table(cls: str, num: int, dim: int, _weight: Any, device: Any, dtype: Any) 
     if _weight is None:
         table = jnp.empty((num, dim), dtype=dtype or get_default_dtype())
         if device is not None:
-            from spx.device import device as resolve_device
+            from spx._device import device as resolve_device
 
             table = jax.device_put(table, resolve_device(device))
         return table

@@ -12,7 +12,7 @@ A stage runs five kinds of program, each one ``jax.jit`` executable on the stage
 * ``forward_eval``: the forward without residuals, for ``eval()`` and forward-only schedules.
 
 Parameters are read live at every step and bound into the module only while tracing (the same
-:class:`spx.compile.binding.Binding` as ``spx.compile``), so an optimizer step between two
+:class:`spx._compile.binding.Binding` as ``spx.compile``), so an optimizer step between two
 schedule steps changes the next result. Buffers the forward assigns and the RNG key flow out of
 each forward and are written back.
 """
@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import random as spx_random
+from spx._compile.binding import Binding, _buffer_value, _grad_value, _set_grad_value, _with_value
 from spx._tensor.tensor import Tensor
-from spx.compile.binding import Binding, _buffer_value, _grad_value, _set_grad_value, _with_value
 from spx.distributed.pipelining.runtime.backward_split import BackwardSplit, split_backward
 from spx.nn.module import Module
 

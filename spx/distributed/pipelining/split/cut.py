@@ -7,7 +7,7 @@
    ``pipe_split()`` calls in user code bind the same marker.
 2. **Trace.** The forward is traced once to a jaxpr whose inputs are, in order, every
    Parameter, every buffer, the RNG key and the array leaves of the example inputs (tracers are
-   bound into the Parameters and buffer slots as :class:`spx.compile.binding.Binding` does, and
+   bound into the Parameters and buffer slots as :class:`spx._compile.binding.Binding` does, and
    everything is restored afterwards). Nested ``jit`` calls are inlined so markers inside
    jitted helpers are seen.
 3. **Cut.** Dead equations are dropped and the rest are split at the markers. Each stage reads
@@ -30,8 +30,8 @@ import numpy as np
 from jax.extend.core import DropVar, Jaxpr, Var
 
 from spx import random as spx_random
+from spx._compile.binding import Binding, _buffer_value
 from spx._tensor.tensor import Tensor
-from spx.compile.binding import Binding, _buffer_value
 from spx.distributed.pipelining.runtime.backward_split import _inline
 from spx.distributed.pipelining.runtime.programs import to_arrays, to_tensors
 from spx.distributed.pipelining.split.marker import (

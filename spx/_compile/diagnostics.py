@@ -6,7 +6,7 @@ user's line and shows the fix:
 
 * **Python that needs a value** — ``if loss > 1:``, ``float(loss)``, ``x[mask]`` with a boolean
   mask: JAX raises deep inside its tracer with a message about ``pure`` at
-  ``spx/compile/compiled.py``; :func:`explain_trace_error` turns it into an error at the
+  ``spx/_compile/compiled.py``; :func:`explain_trace_error` turns it into an error at the
   user's line with the ``jnp.where`` / ``lax.cond`` / "move it out of the step" fix.
 * **Collecting values in a list** — ``losses.append(loss)`` inside the step appends one
   placeholder while tracing and nothing on later calls. :func:`collected_tracers` finds lists,
@@ -29,7 +29,7 @@ from typing import Any
 import jax
 
 from spx import _user_code
-from spx.compile.captured import code_names
+from spx._compile.captured import code_names
 
 RECOMPILE_LIMIT = 8
 
@@ -295,7 +295,7 @@ def argument_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[st
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         params = []
-    from spx.compile.binding import is_stateful
+    from spx._compile.binding import is_stateful
 
     paths, _ = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_stateful)
     names = []

@@ -1,7 +1,7 @@
 """State a compiled step reaches without binding it: found after its first trace, put back,
 and reported.
 
-:mod:`spx.compile.captured` binds the Modules and Optimizers a step names (arguments, globals,
+:mod:`spx._compile.captured` binds the Modules and Optimizers a step names (arguments, globals,
 closure variables, attributes and dict entries it names). State reached any other way (an
 entry of a list, ``getattr(obj, name)``) is not bound, and a trace goes wrong on it silently or
 late:
@@ -26,7 +26,7 @@ from typing import Any
 
 import jax
 
-from spx.compile import diagnostics
+from spx._compile import diagnostics
 
 MSG_CHANGED = (
     "spx.compile: the step {name!r} changed the {what} {attr!r} of a {cls} that spx.compile "
@@ -58,7 +58,7 @@ class Snapshot:
     """
 
     def __init__(self) -> None:
-        from spx.nn.module import live_modules  # (spx.nn and spx.optim import spx.compile)
+        from spx.nn.module import live_modules  # (spx.nn and spx.optim import spx._compile)
         from spx.optim.optimizer import live_optimizers
 
         # (tensor, its value, its .grad, the grad's value, what, attr, owner's class); a value

@@ -20,9 +20,9 @@ import jax
 
 from spx import _context
 from spx import random as spx_random
+from spx._compile import packing
 from spx._tensor.graph import Node, Storage
 from spx._tensor.tensor import Tensor
-from spx.compile import packing
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter, UninitializedParameter
 

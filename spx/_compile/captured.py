@@ -22,7 +22,7 @@ defined in it) names, ``self`` of a bound method, a ``functools.partial``'s argu
 attributes and dict entries the code names on the plain objects among those (``self.model``,
 ``trainer.opt``, ``Config.model``, ``nets["actor"]``), and the same in the plain functions of
 the user's own that it calls. State reached any other way (an entry of a list,
-``getattr(obj, name)``) is not found: :mod:`spx.compile.unbound` then raises with the fix
+``getattr(obj, name)``) is not found: :mod:`spx._compile.unbound` then raises with the fix
 instead of letting the program keep it as a constant.
 """
 
@@ -34,7 +34,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from spx.compile.binding import is_stateful
+from spx._compile.binding import is_stateful
 
 _EMPTY = object()
 

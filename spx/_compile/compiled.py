@@ -37,13 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _transforms, _user_code
+from spx._compile import diagnostics, packing, sharing, unbound
+from spx._compile.binding import Binding, flatten_args, is_stateful, same_slot
+from spx._compile.captured import Captured
 from spx._tensor import graph
 from spx._tensor import program as recorded
 from spx._tensor.graph import NO_GRADIENT, Node, value_node
 from spx._tensor.tensor import Tensor
-from spx.compile import diagnostics, packing, sharing, unbound
-from spx.compile.binding import Binding, flatten_args, is_stateful, same_slot
-from spx.compile.captured import Captured
 from spx.nn import _hooks, _structure
 from spx.nn.module import Module
 from spx.nn.parameter import Parameter
@@ -712,7 +712,7 @@ def compile(
 
     The function may take Modules, Optimizers and Parameters (anywhere in its arguments,
     including lists and dicts) or name them as a ``torch.compile`` step does (globals, closure
-    variables, a bound method's ``self``: :mod:`spx.compile.captured`), Tensors and arrays,
+    variables, a bound method's ``self``: :mod:`spx._compile.captured`), Tensors and arrays,
     Python floats (traced) and other hashable values (static: a new value recompiles). A leaf
     Tensor that requires grad is state, like a Parameter; other Tensors are inputs, and in-place
     writes to them (``total.add_(loss)``) are written back to the caller's tensor, as in torch.
@@ -741,7 +741,7 @@ def compile(
     A function that returns results with autograd history without running a backward
     itself (a forward to be differentiated outside) raises: its outputs would carry no
     gradient. Compile the whole step, or the module: ``spx.compile(model)`` returns torch's
-    ``OptimizedModule`` wrapper (:mod:`spx.compile.module`), whose outputs backpropagate.
+    ``OptimizedModule`` wrapper (:mod:`spx._compile.module`), whose outputs backpropagate.
 
     Args:
         fn: the step function, or a Module (see above).
@@ -777,7 +777,7 @@ def compile(
     if disable:
         return fn
     if isinstance(fn, Module):
-        from spx.compile.module import OptimizedModule
+        from spx._compile.module import OptimizedModule
 
         return OptimizedModule(fn)
     return CompiledFunction(fn, donate=donate)
