@@ -16,6 +16,7 @@ import pytest
 import spx
 import spx.distributed as dist
 from spx import _context
+from tests.distributed import _procs
 from tests.distributed._ranks import run_ranks
 
 
@@ -189,6 +190,37 @@ def test_barrier_holds_every_rank_until_the_last_arrives():
     assert sum(1 for _, kind, _ in events if kind == "after") == 3
 
 
+def _barrier_rounds(rank, out):
+    # Processes share the host's wall clock: in every round, no rank may leave the barrier
+    # before the last one arrived. The coordinator's barrier is reused under one name per
+    # group, so the rounds also check that a round never lets a rank through early.
+    dist.init_process_group()
+    odd = dist.new_group([1, 3])
+    rounds = []
+    for i in range(12):
+        time.sleep(0.004 * ((rank + i) % 3))  # arrive in a different order each round
+        before = time.time()
+        dist.barrier()
+        rounds.append(("world", before, time.time()))
+        if rank % 2:
+            time.sleep(0.01 if rank == 1 else 0.0)
+            before = time.time()
+            dist.barrier(group=odd)  # the even ranks never call it
+            rounds.append(("odd", before, time.time()))
+    out[rank] = rounds
+
+
+def test_process_barriers_hold_every_rank_of_the_group_in_every_round():
+    out = run_ranks(_barrier_rounds, 4, backend="process")
+    for group, members in (("world", [0, 1, 2, 3]), ("odd", [1, 3])):
+        rounds = [[r for r in out[m] if r[0] == group] for m in members]
+        assert all(len(r) == 12 for r in rounds), group
+        for i in range(12):
+            last_before = max(r[i][1] for r in rounds)
+            first_after = min(r[i][2] for r in rounds)
+            assert first_after >= last_before, (group, i)
+
+
 def _timeout(rank, out):
     dist.init_process_group(timeout=timedelta(seconds=0.3))
     if rank == 0:
@@ -290,6 +322,29 @@ def test_sockets_bind_to_the_given_address():
     assert all(a == "127.0.0.1" for addrs in out.values() for a in addrs), out
 
 
+# A program of ~0.1-1 s: dispatched to XLA's pool it is not ready when the call returns; run
+# inline, it is. (Warmed up first, so that compiling is not what is timed.)
+_DISPATCH = """
+import jax, jax.numpy as jnp, spx.distributed as dist
+dist.init_process_group()
+f = jax.jit(lambda x: jnp.linalg.matrix_power(x, 64).sum())
+x = jnp.ones((600, 600), jnp.float32) / 600
+jax.block_until_ready(f(x))
+y = f(x)
+print("inline", y.is_ready(), jax.devices()[0].platform)
+"""
+
+
+@pytest.mark.parametrize(("threads", "expected"), [("1", "True"), ("2", "False")])
+def test_a_worker_with_one_xla_thread_runs_its_programs_inline(threads, expected):
+    # PJRT_NPROC=1 (spx-run's share when workers outnumber the cores): dispatching a program
+    # to XLA's one pool thread only adds a thread wake-up per program.
+    runs = _procs.launch(["-c", _DISPATCH], 2, timeout=120, env={"PJRT_NPROC": threads})
+    for run in runs:
+        assert run.returncode == 0, run.log()
+        assert f"inline {expected} cpu" in run.stdout, run.log()
+
+
 def test_a_rank_waits_for_the_coordinator_to_listen():
     # A rank that reached init_process_group before rank 0 listens waits for the port (gRPC's
     # own retry came ~1 s later); it returns once the port accepts, or after its timeout.
@@ -331,6 +386,7 @@ PROCESS_CASES = [
     (_ranks_and_devices, 2),
     (_subgroups, 4),
     (_mismatched_new_group, 4),
+    (_barrier_rounds, 4),
 ]
 
 

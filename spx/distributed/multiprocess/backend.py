@@ -278,7 +278,13 @@ class ProcessBackend(Backend):
         return self._issue(key, lambda m: m.scatter(items, src), async_op)
 
     def barrier(self, async_op: bool = False) -> Work:
-        return self._issue(("barrier",), lambda m: m.barrier(), async_op)
+        # The coordinator's barrier, not a collective program: 0.3 instead of 2.5 ms between two
+        # processes. Issued in order behind the group's earlier collectives, as a collective is.
+        name = f"spx/barrier/{self.group_name}"
+        members = None if len(self.ranks) == self._rt.world_size else list(self.ranks)
+        return self._issue(
+            ("barrier",), lambda m: self._rt.kv.barrier(name, members, self.timeout), async_op
+        )
 
     def split(self, ranks: Sequence[int], timeout: float) -> ProcessBackend | None:
         ranks = tuple(ranks)

@@ -167,7 +167,6 @@ class MeshCollectives:
         self._exchange = program(exchange, P(AXIS))
         self._reduce_rows = program(reduce_rows, P(), n_static=1)
         self._scatter = program(scatter_from, P(), n_static=1)
-        self._token = jax.device_put(np.zeros((1,), np.int32), self.device)
         self._bucket_programs: dict[tuple, Any] = {}
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -276,10 +275,6 @@ class MeshCollectives:
         """Member ``r`` gets ``xs[r]`` of member ``src`` (other members pass templates)."""
         g, _ = self._global(self._stack(xs))
         return self._local(self._scatter(src, g))
-
-    def barrier(self) -> None:
-        """Returns once every member has called it."""
-        self._gather(self._global(self._token)[0])[0].block_until_ready()
 
     def _stack(self, xs: Sequence[Any]) -> jax.Array:
         return jnp.stack([jax.device_put(x, self.device) for x in xs])
