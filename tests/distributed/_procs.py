@@ -68,6 +68,9 @@ def rank_env(rank: int, nprocs: int, port: int, extra: dict[str, str] | None = N
         JAX_PLATFORMS="cpu",
         JAX_NUM_CPU_DEVICES="1",
         OMP_NUM_THREADS="1",
+        # As spx-run sets it when workers outnumber the cores (the CI box's case): one XLA
+        # thread, so programs run inline (spx.distributed.multiprocess.runtime).
+        PJRT_NPROC="1",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
         SPX_COMPILATION_CACHE_DIR=_CACHE,
         TF_CPP_MIN_LOG_LEVEL="2",
