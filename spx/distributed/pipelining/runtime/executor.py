@@ -115,6 +115,7 @@ class RankRunner:
         self._local: dict[tuple, Any] = {}
         self._posted: dict[tuple, Any] = {}
         self._outbox: dict[tuple, Any] = {}
+        self.recv_ahead = 2  # receives kept posted ahead of the table (see _receives)
 
     def run(
         self,
@@ -135,7 +136,15 @@ class RankRunner:
         step = 0
         action = None
         try:
-            for step, action in enumerate(actions):  # noqa: B007 - the report reads step
+            recvs = self._receives(actions)
+            ahead = 0  # receives posted so far, in table order
+            for step, action in enumerate(actions):
+                # Post receives before the table asks for them (see _receives).
+                while ahead < len(recvs) and (
+                    recvs[ahead][0] <= step or len(self._posted) < self.recv_ahead
+                ):
+                    self._post(recvs[ahead][1])
+                    ahead += 1
                 if action is not None:
                     self._run_action(action, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
         except Exception as e:
@@ -151,6 +160,33 @@ class RankRunner:
             self._local.clear()
             self._posted.clear()
             self._outbox.clear()
+
+    @staticmethod
+    def _receives(actions: Sequence[_Action | None]) -> list[tuple[int, _Action]]:
+        """``(position, RECV)`` of every receive in ``actions``, in table order.
+
+        The table posts a receive just before its consumer or one action ahead of it (rank 0
+        of 1F1B posts RECV_B(i) right before B(i)). Across processes a receive posted after
+        the peer sent costs a round trip (the pull's request, then the data) on the critical
+        path; posted ahead, the pull waits at the sender and the data moves as soon as it is
+        sent, while this rank computes. ``recv_ahead`` receives stay posted ahead (each holds
+        a receive buffer: the window bounds that memory, as 1F1B bounds activations).
+        """
+        return [
+            (i, leaf)
+            for i, a in enumerate(actions)
+            if a is not None
+            for leaf in a.leaves()
+            if leaf.computation_type is RECV_F or leaf.computation_type is RECV_B
+        ]
+
+    def _post(self, leaf: _Action) -> None:
+        s, mb = leaf.stage_index, leaf.microbatch_index
+        if leaf.computation_type is RECV_F:
+            tag, src = ("F", s, mb), self.stage_to_rank[s - 1]
+        else:
+            tag, src = ("B", s, mb), self.stage_to_rank[s + 1]
+        self._posted[tag] = self.transport.post_recv(src, tag)
 
     def _take(self, tag: tuple) -> Any:
         value = self._local.pop(tag, _MISSING)
@@ -212,12 +248,7 @@ class RankRunner:
             elif kind is SEND_B:
                 tag = ("B", s - 1, mb)
                 self.transport.send(self._outbox.pop(tag), self.stage_to_rank[s - 1], tag)
-            elif kind is RECV_F:
-                tag = ("F", s, mb)
-                self._posted[tag] = self.transport.post_recv(self.stage_to_rank[s - 1], tag)
-            elif kind is RECV_B:
-                tag = ("B", s, mb)
-                self._posted[tag] = self.transport.post_recv(self.stage_to_rank[s + 1], tag)
+            # RECV_F / RECV_B: posted by run(), at or before this point (_receives).
             # UNSHARD / RESHARD / REDUCE_GRAD: nothing to do (see the module docstring).
 
     def _stage(self, a: _Action) -> PipelineStage:
