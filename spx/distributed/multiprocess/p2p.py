@@ -51,7 +51,9 @@ def _uuid(channel: str, seq: int, version: int) -> int:
 
 
 def _meta(leaves: list[jax.Array], treedef: Any) -> tuple:
-    return treedef, tuple((tuple(x.shape), np.dtype(x.dtype).name) for x in leaves)
+    # numpy dtypes, not their names: ``dtype.name`` builds a string on every call, and this
+    # runs for every message (a dtype equals its name, so templates of names still compare).
+    return treedef, tuple((x.shape, x.dtype) for x in leaves)
 
 
 def describe(meta: tuple) -> str:
@@ -105,6 +107,7 @@ class Transfers:
         self._connections: dict[int, Any] = {}
         self._send: dict[str, _SendState] = {}
         self._recv: dict[str, _RecvState] = {}
+        self._specs: dict[tuple, list[jax.ShapeDtypeStruct]] = {}
         self._headers = {
             h: jax.device_put(np.full((1,), h, np.int32), self.device)
             for h in (_HEADER_DATA, _HEADER_REDIRECT)
@@ -211,10 +214,17 @@ class Transfers:
         return pickle.loads(blob)
 
     def specs(self, meta: tuple) -> list[jax.ShapeDtypeStruct]:
-        return [
-            jax.ShapeDtypeStruct((1,), np.int32, sharding=self._sharding),
-            *(jax.ShapeDtypeStruct(s, np.dtype(d), sharding=self._sharding) for s, d in meta[1]),
-        ]
+        """What ``pull`` allocates for a message of ``meta`` (cached: built once per shape)."""
+        specs = self._specs.get(meta)
+        if specs is None:
+            specs = self._specs[meta] = [
+                jax.ShapeDtypeStruct((1,), np.int32, sharding=self._sharding),
+                *(
+                    jax.ShapeDtypeStruct(s, np.dtype(d), sharding=self._sharding)
+                    for s, d in meta[1]
+                ),
+            ]
+        return specs
 
     def drain(self) -> None:
         """Finish every receive this process posted (before it announces its exit)."""
