@@ -9,21 +9,24 @@ mirror their torch namesakes.
 :func:`spx.compile` fuses a whole training step into one XLA program; :func:`spx.backward` and
 :func:`spx.value_and_grad` are functional forms over Modules.
 
-The names live in :mod:`spx._namespace`, loaded on first use (:mod:`spx._lazy`): ``spx-run``
-and the other jax-free corners of the package import without jax.
+The names are defined in :mod:`spx._namespace`; only ``spx-run``'s own process loads them on
+first use (:mod:`spx._lazy`), so that the launcher starts without importing jax.
 """
 
 from typing import TYPE_CHECKING
 
-from spx._lazy import lazy_namespace
+from spx._lazy import launcher_process, lazy_namespace
 
 __version__ = "0.1.0"
 
-# Under spx-run, records an uncaught exception into TORCHELASTIC_ERROR_FILE for the launcher's
-# failure report (no-op otherwise). jax-free, so it runs at once.
-from spx.distributed.elastic import autorecord as _autorecord
+if launcher_process():
+    __getattr__, __dir__ = lazy_namespace("spx", "spx._namespace")
+else:
+    from spx._namespace import *  # noqa: F403
 
-__getattr__, __dir__ = lazy_namespace("spx", "spx._namespace")
+# Last, so that spx.distributed can use all of the above. Under spx-run it records an uncaught
+# exception into TORCHELASTIC_ERROR_FILE for the launcher's failure report (no-op otherwise).
+from spx.distributed.elastic import autorecord as _autorecord
 
 if TYPE_CHECKING:
     from spx._namespace import *  # noqa: F403

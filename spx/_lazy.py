@@ -1,25 +1,59 @@
-"""A package namespace filled on first use (PEP 562), so that light submodules import fast.
+"""A lean ``import spx`` for the launcher: package names loaded on first use (PEP 562).
 
-``import spx`` used to import everything (jax, the Tensor, nn, optim, ...: ~1.1 s on a 2-core
-box), and so did every program that only needed a light corner of the package: ``spx-run``
-imports ``spx.distributed.run``, whose package ``__init__`` files ran first. The launcher never
-computes anything, yet paid the second on every launch and restart.
+``import spx`` imports everything (jax, the Tensor, nn, optim, ...: ~1.1 s on a 2-core box).
+``spx-run`` never computes, yet importing its module ``spx.distributed.run`` ran the package
+``__init__`` files first and paid that second on every launch and restart. So in the launcher's
+own process (:func:`launcher_process`: the ``spx-run`` script or ``python -m
+spx.distributed.run``), ``spx`` and ``spx.distributed`` keep their names in a ``_namespace``
+module and load it on the first lookup of a name that is neither set nor a submodule
+(``spx.zeros``); the names are then copied into the package. Every other process imports them
+at once, as before: the canonical import order of ``_namespace`` is what keeps spx's modules
+free of import cycles (``import spx.ops`` first, without it, would meet one).
 
-A package using this keeps its public names in a ``_namespace`` module and loads it on the first
-lookup of a name that is neither in its ``__init__`` nor a submodule (``spx.zeros``, ``from spx
-import *``). The names are then copied into the package, so later lookups are plain module
-attribute reads with no extra cost. A submodule (``import spx.nn``, ``from spx import nn``)
-imports alone, as it would in any package; so no submodule may share a name with a different
-object of the namespace (``spx.compile`` is a function: its code lives in ``spx._compile``).
+A launcher that runs ranks in its own process (``--threads``) loads the namespaces in that
+order first (:func:`load_all`). No submodule may share a name with a different object of a
+namespace: ``spx.compile`` is a function, so its code lives in ``spx._compile``.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
+
+_RUN_MODULE = "spx.distributed.run"
+_LAZY: dict[str, Callable[[], Any]] = {}  # package -> loads and publishes its namespace
+
+
+def launcher_process(argv: list[str] | None = None, script: str | None = None) -> bool:
+    """True when this interpreter runs ``spx-run`` (the script, or ``-m spx.distributed.run``).
+
+    Args:
+        argv: the interpreter's command line (default ``sys.orig_argv``).
+        script: the script being run (default ``sys.argv[0]``).
+
+    Example:
+        >>> launcher_process(["python", "-u", "-m", "spx.distributed.run", "train.py"], "-m")
+        True
+        >>> launcher_process(["python", "train.py", "-m", "spx.distributed.run"], "train.py")
+        False
+    """
+    argv = list(getattr(sys, "orig_argv", []) if argv is None else argv)
+    script = (sys.argv[0] if sys.argv else "") if script is None else script
+    options = iter(argv[1:])
+    for arg in options:  # the interpreter's own options, up to the script, -c or -m
+        if arg == "-m":
+            return next(options, None) == _RUN_MODULE
+        if arg.startswith("-m"):
+            return arg[2:] == _RUN_MODULE
+        if arg in ("-W", "-X"):
+            next(options, None)
+        elif not arg.startswith("-") or arg.startswith("-c"):
+            break
+    return os.path.basename(script) == "spx-run"
 
 
 def _public(module: Any) -> list[str]:
@@ -27,13 +61,7 @@ def _public(module: Any) -> list[str]:
 
 
 def lazy_namespace(package: str, implementation: str) -> tuple[Callable, Callable]:
-    """``(__getattr__, __dir__)`` for ``package``, whose names live in module ``implementation``.
-
-    Example:
-        >>> import spx
-        >>> spx.zeros(2).shape  # the first lookup loads spx._namespace
-        spx.Size([2])
-    """
+    """``(__getattr__, __dir__)`` for ``package``, whose names live in module ``implementation``."""
 
     def namespace() -> Any:
         # While `implementation` is itself importing, import_module returns the module as far
@@ -67,4 +95,13 @@ def lazy_namespace(package: str, implementation: str) -> tuple[Callable, Callabl
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(_public(namespace())))
 
+    _LAZY[package] = namespace
     return __getattr__, __dir__
+
+
+def load_all() -> None:
+    """Load every lazy namespace now, in the canonical order (before a launcher runs ranks in
+    its own process). A no-op where ``import spx`` was eager."""
+    for package in ("spx", "spx.distributed"):
+        if package in _LAZY:
+            _LAZY[package]()

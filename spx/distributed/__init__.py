@@ -8,15 +8,18 @@ arguments in place (:mod:`spx.distributed.collectives`); :mod:`spx.distributed.f
 forms that return the result instead. :mod:`spx.distributed.device_mesh` builds n-D meshes of
 process groups. :mod:`spx.distributed.backend` is the interface a backend implements.
 
-The names live in :mod:`spx.distributed._namespace`, loaded on first use (:mod:`spx._lazy`), so
-that the launcher (:mod:`spx.distributed.run`, :mod:`spx.distributed.elastic`) imports without jax.
+The names are defined in :mod:`spx.distributed._namespace`; only ``spx-run``'s own process
+loads them on first use (:mod:`spx._lazy`), so that the launcher starts without importing jax.
 """
 
 from typing import TYPE_CHECKING
 
-from spx._lazy import lazy_namespace
+from spx._lazy import launcher_process, lazy_namespace
 
-__getattr__, __dir__ = lazy_namespace("spx.distributed", "spx.distributed._namespace")
+if launcher_process():
+    __getattr__, __dir__ = lazy_namespace("spx.distributed", "spx.distributed._namespace")
+else:
+    from spx.distributed._namespace import *  # noqa: F403
 
 if TYPE_CHECKING:
     from spx.distributed._namespace import *  # noqa: F403

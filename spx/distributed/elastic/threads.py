@@ -142,6 +142,11 @@ def run_threads(
         SignalException: a handled signal arrived (the rank world was aborted).
         WorkerStartError: the script or module cannot be loaded.
     """
+    from spx import _lazy
+
+    # The ranks' script imports spx here, in the launcher's process, where spx loads lazily:
+    # load every name now, in the canonical order (spx._lazy), before any rank imports.
+    _lazy.load_all()
     from spx.distributed.elastic.thread_overlay import LineSink, Overlay
 
     try:
