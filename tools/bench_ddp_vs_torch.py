@@ -17,6 +17,12 @@ Step time: median ms/step of ``--steps`` timed steps after ``--warmup`` on rank 
 barriers, over ``--rounds`` launches of each job, the kinds alternating so the shared machine's
 load hits them alike. The load average is printed with every launch and in the summary.
 
+2026-11-27, stop 24, 2-core AMD EPYC (load 1.9-3.2), with one-thread workers running their
+programs inline (spx-run's ``PJRT_NPROC=1`` on two cores): 2 processes eager 0.57, compiled
+0.59; 4 processes 0.56 / 0.57. Alternated with the code before (async dispatch to XLA's pool
+thread), 2-process eager steps were 30.3-31.9 ms against 28.4-30.7 (eager recording no longer
+overlaps the compute of the same process), compiled 32.6-33.0 against 32.4-35.0.
+
 Runs of 2026-11-26 22:00-22:35 (three launches per job over three runs, load 1.2-4.0), after
 spx's linear started flattening its leading dims (one 2-D GEMM; XLA's CPU gradient of the 3-D
 dot was ~1.5x slower): the compute floor is now 0.92-1.06 (raw ``jax.jit`` 31-38 ms vs torch

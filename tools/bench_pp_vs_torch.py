@@ -16,96 +16,52 @@ barriers, over ``--rounds`` launches of each job; spx and torch launches alterna
 shared machine's load hits both alike. Time to first step (from the moment the launcher is
 started until the first step has finished on every rank): spx's first launch of each job runs
 with an empty compilation cache (a fresh ``SPX_COMPILATION_CACHE_DIR``), every later launch with
-the cache the earlier ones wrote (spx gives every rank its own). The load average is printed
-with every launch and in the summary.
-
-The 1-process job (one stage holding the whole model, no transfers; spx's single-process
-backend, without the per-rank compilation cache) shows what the compute alone costs.
-
-Runs of 2026-11-26 21:45-22:35 (load 1.6-3.2), after spx's linear started flattening its
-leading dims (the stage programs' 3-D dots had a ~1.5x slower weight gradient on XLA's CPU
-backend): 1 process spx/torch 0.97 / 1.05 (was 1.27), 2 processes 1.41 / 1.28, 4 processes
-1.54 / 1.51; compute floor jax/torch 0.92-0.99. Per-action timings of a 2-process step (spx
-42-60 ms): rank 0's backward waits 4-8 ms per microbatch for the gradient and rank 1's forward
-as long for the activation: in 1F1B on two ranks, rank 0 runs F(i+2) only after B(i), so each
-activation rank 1 needs comes after a gradient transfer, rank 0's B and F, and an activation
-transfer (~0.4 ms each way through ``jax.experimental.transfer``, spx's p2p round trip of 64 KiB
-0.86 ms). The target (<= 0.5) would need the 2-process step at ~22-24 ms, about the ideal
-split of the 40 ms one-process step with no bubble and no transfer cost.
+the cache the earlier ones wrote (spx gives every rank its own). The 1-process job (one stage
+holding the whole model, no transfers) shows what the compute alone costs; the compute floor
+is the whole model's step over the microbatches alone on one core (``tools/_compute_floor.py``).
 
 Usage: ``python tools/bench_pp_vs_torch.py [--nprocs 1 2 4] [--rounds 2] [--steps 30]``
 
-Results (``--rounds 2 --steps 20``, 4 blocks of width 128, batch 32x32, vocab 512, 8
-microbatches), 2026-11-26, torch set to one thread per process in both places:
+Results (4 blocks of width 128, batch 32x32, vocab 512, 8 microbatches; ratio = spx/torch;
+time to first step: first / second launch):
 
-    machine                                    processes  spx ms/step  torch ms/step  spx/torch
-    2-core CPU box, jax 0.10.2, torch 2.13.0,  1          53.5         41.9           1.27
-    load 0.4-3.1                               2          59.5         43.2           1.38
-                                               4          78.8         50.2           1.57
-    16-core CPU of the GPU machine (CPU only), 2          30.2         26.0           1.16
-    jax 0.11.2, torch 2.11.0, load 0.4-2.2     4          22.6         19.3           1.17
+    2026-11-27, stop 24, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 1.2-2.4)
+    processes  spx ms/step  torch ms/step  ratio  time to first step
+    1          24.2         48.2           0.50
+    2          25.4         36.0           0.71   3.1 / 1.4 s (0.43; torch 2.6 s)
+    4          38.8         46.4           0.84   6.4 / 2.7 s (0.43; torch 4.4 s)
+    compute floor: raw jax.jit 21.8 ms, torch eager 47.7 ms (0.46)
 
-    time to first step, 1st / 2nd launch: 2-core box 7.4 / 3.6 s (0.49) on 2 processes,
-    10.1 / 5.0 s (0.49) on 4; 16 cores 4.2 / 4.1 s (0.97) and 5.9 / 4.0 s (0.68); torch 4.8-10.1 s
+    the same day, the 16-core CPU of the H200 machine (JAX_PLATFORMS=cpu), jax 0.11.2, torch 2.11
+    2          29.5         37.9           0.78   4.4 / 2.7 s (0.61; torch 11.7 s)
+    4          26.5         35.8           0.74   5.4 / 3.9 s (0.72; torch 12.1 s)
+    compute floor: raw jax.jit 57.8 ms, torch eager 52.2 ms (1.11)
 
-A run of 2026-11-26 13:35 (2-core box, load 1.0-2.5), with the compute floor measured in the same
-run (``tools/_compute_floor.py``: the whole model's step over the 8 microbatches alone on one
-core, raw ``jax.jit`` 42.0 ms, torch eager 37.4 ms, jax/torch 1.12): 2 processes spx 51.4 vs
-torch 42.0 ms/step (1.22), 4 processes 88.1 vs 50.8 (1.74); time to first step of the second
-launch 0.45x / 0.48x the first. (Pinning each spx rank to one core, tried the same day, gave
-1.60 / 1.48: not a fix.)
+    before stop 24 on the 2-core box: 2 processes 0.80, 4 processes 0.84, time to first step
+    3.9 / 2.2 s and 6.4 / 3.3 s (0.57, 0.52); earlier Intel boxes: 1.22-1.74
 
-**The step-time target (spx/torch <= 0.5) is not met.** On the Intel boxes above spx was
-1.16-1.74x torch's step time. 2026-11-27 (stop 23), a 2-core AMD EPYC box (load 1.1-1.8), at
-the start of the stop: 1 process 0.45, 2 processes 0.89 (spx 31.9, torch 35.9 ms/step), 4
-processes 1.19 (51.0 vs 42.7); compute floor jax/torch 0.46 (raw ``jax.jit`` 21.4 ms, torch
-46.9). At its end, with spx-run's ``PJRT_NPROC`` (each worker's share of the cores for XLA's
-thread pools) and the faster join (``--rounds 2``, load 1.1-2.0): 1 process 0.46, 2 processes
-0.80 (30.8 vs 38.6), 4 processes 0.84 (40.2 vs 47.7); time to first step, first / second
-launch: 3.9 / 2.2 s on 2 processes (0.57; torch 2.8 s), 6.4 / 3.3 s on 4 (0.52; torch 4.9 s).
-A warm launch is now faster than torch's, but so is the cold one (compiling is fast on this
-box and the join lost a second of gRPC backoff), so the <= 0.5 ratio is missed: of a warm
-launch's 2.1 s, 0.8 s is spx-run itself (``import spx`` imports jax), 0.7 s the workers'
-imports, 0.2 s building the model and 0.3 s the first step. The target asks for the 2-process
-step at <= 18 ms. What bounds it there, measured on that box (each program
-waited for; ``PipelineStage``'s forward and backward programs, pinned to one core): per
-microbatch a block costs 0.25 ms forward and 0.5 ms backward, so each rank of the 2-process
-split (2 blocks, plus the embedding or the head) computes ~1.8 ms per microbatch, 14.4 ms per
-step; 1F1B on two ranks adds one microbatch of fill and drain (~1.8 ms), and each microbatch's
-cycle crosses the link twice (rank 1's gradient, then rank 0's next activation: 0.3 ms one
-way for 64 KiB through ``jax.experimental.transfer`` between idle processes, 0.59 ms round
-trip). That is >= 16 ms before any transfer and ~19 ms with them (0.53x), with perfect
-overlap. Measured, each rank's programs run ~35% slower than pinned alone (F 0.85, B 1.5-1.65
-ms for the half model: XLA's pool of one thread per core, in two processes, on two cores), and
-the ranks wait 1.5-5 ms per microbatch for each other: a message's one-way latency, sender's
-wall clock to receiver's, is 1.0-1.6 ms when both processes keep their cores busy (0.43 ms
-into an idle receiver), since transfer's own send and receive threads then wait for a core.
-Tried,
-no change at 2 processes: ``PJRT_NPROC=1`` (XLA's CPU pools of one thread: 2 processes 32.3
-ms, 4 processes 44.7 instead of 51.0, 1 process 25.5 instead of 20.6),
-``--xla_cpu_multi_thread_eigen=false`` (32.3), garbage collection off.
-(The 0.52-1.07 of an earlier run, 2026-11-24, compared against torch slowed by other jobs on the
-box: 97-111 ms/step then, 43 ms/step on a quiet box now.) Why:
+**Time to first step: met** (second launch <= 0.5x the first). Of stop 24's gain, ~1 s a
+launch is spx-run's own start (``import spx`` imported jax; spx-run's process now imports none:
+:mod:`spx._lazy`). **Step time: not met** (target <= 0.5). On two cores the 2-process split is
+no faster than one process (25.4 vs 24.2 ms): the half model's compute per rank is ~11 ms a
+step, and the rest is host work and latency that the ranks' cores share. What stop 24 measured
+and changed (2 processes, 2-core box, per-thread CPU from ``/proc/<tid>/schedstat``, stacks
+from ``py-spy --native``):
 
-- The compute itself is not faster: the same model's forward+backward over 8 microbatches of
-  4x32 tokens, raw ``jax.jit`` vs torch eager on one thread, measured 40.0 vs 35.7 ms (XLA's CPU
-  matmuls for these small shapes are no faster than torch's oneDNN); over the full 32x32 batch
-  in one program JAX is faster (25.7 vs 35.5 ms), which microbatching gives away.
-- On one process spx's stage took 53.5 ms/step (torch 41.9 in the same run, load 2.4-2.9), more
-  than the raw loop: a forward program that keeps residuals and a separate backward program per
-  microbatch instead of one fused gradient.
-- Across processes each microbatch's activation and gradient goes through
-  ``jax.experimental.transfer`` (~0.8 ms per 64 KiB round trip through spx's p2p, ~0.4 ms raw),
-  16 per step on 2 ranks, and on two cores the ranks' compute and transfers contend.
-
-With one core per process (16 cores) the pipeline does split the work (4 processes: 22.6
-ms/step against 53.5 on one process) and spx is within 1.16-1.17x of torch. The
-time-to-first-step target (second launch <= 0.5x the first) is met on the 2-core box (0.49,
-0.49), where compiling is slow; on 16 cores compiling is fast and the cache saves less (0.68,
-0.97). What a warm launch still costs: ~1 s of spx-run itself (importing spx imports jax),
-~1.5 s of the workers' start-up and imports, then 1.4-2.5 s from ``init_process_group`` to the
-end of the first step (JAX traces and lowers every program again before it finds the cached
-executable; only XLA's compilation is skipped).
+- **XLA's pool thread.** With one XLA thread per worker (``PJRT_NPROC=1``), every program was
+  handed to a pool thread on the same core: a ``pthread_cond_signal`` per program, ~0.1 ms in
+  this VM, 9% of a rank's main thread. Such workers now run their programs inline
+  (``jax_cpu_enable_async_dispatch=False``): step ~32.5 -> ~25.5 ms.
+- **Barrier.** ``dist.barrier()`` ran a collective program, 2.5 ms; it now waits at the
+  coordinator's barrier, 0.26 ms (the timed step holds one barrier).
+- **Receives posted ahead.** The table posts rank 0's RECV_B(i) just before B(i); posted up to
+  two ahead, a pull waits at the sender and its data moves as soon as it is sent (~1 ms/step).
+- **What is left**, on rank 0's main thread (busy ~80% of the step): compute ~58%, transfer
+  calls ~15% (``pull``, ``await_pull`` and spx's message bookkeeping), other Python ~20%; the
+  transfer library's socket thread wakes ~3000 times a second and waits ~0.1 ms for a core each
+  time. 1F1B on two ranks puts each message's latency on the critical path once per microbatch.
+- **Many cores.** On 16 cores spx-run gives each of 2 workers 8 XLA threads and they dispatch
+  asynchronously (0.78); forcing ``PJRT_NPROC=1`` there gave 1.05 / 1.14.
 """
 
 from __future__ import annotations
