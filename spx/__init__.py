@@ -13,20 +13,15 @@ The names are defined in :mod:`spx._namespace`; only ``spx-run``'s own process l
 first use (:mod:`spx._lazy`), so that the launcher starts without importing jax.
 """
 
-from typing import TYPE_CHECKING
-
-from spx._lazy import launcher_process, lazy_namespace
+from spx import _lazy
 
 __version__ = "0.1.0"
 
-if launcher_process():
-    __getattr__, __dir__ = lazy_namespace("spx", "spx._namespace")
+if _lazy.launcher_process():
+    __getattr__, __dir__ = _lazy.lazy_namespace("spx", "spx._namespace")
 else:
     from spx._namespace import *  # noqa: F403
 
 # Last, so that spx.distributed can use all of the above. Under spx-run it records an uncaught
 # exception into TORCHELASTIC_ERROR_FILE for the launcher's failure report (no-op otherwise).
 from spx.distributed.elastic import autorecord as _autorecord
-
-if TYPE_CHECKING:
-    from spx._namespace import *  # noqa: F403

@@ -1,7 +1,5 @@
-"""Everything ``import spx`` offers, loaded on first use of an ``spx.<name>`` (:mod:`spx._lazy`).
-
-The package docstring (:mod:`spx`) says what lives here.
-"""
+"""Everything ``import spx`` offers (the package docstring says what): ``spx/__init__.py`` imports
+it at once, or, in ``spx-run``'s own process, on first use (:mod:`spx._lazy`)."""
 
 from spx import accelerator as accelerator
 from spx import amp as amp

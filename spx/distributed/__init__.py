@@ -12,14 +12,9 @@ The names are defined in :mod:`spx.distributed._namespace`; only ``spx-run``'s o
 loads them on first use (:mod:`spx._lazy`), so that the launcher starts without importing jax.
 """
 
-from typing import TYPE_CHECKING
+from spx import _lazy
 
-from spx._lazy import launcher_process, lazy_namespace
-
-if launcher_process():
-    __getattr__, __dir__ = lazy_namespace("spx.distributed", "spx.distributed._namespace")
+if _lazy.launcher_process():
+    __getattr__, __dir__ = _lazy.lazy_namespace("spx.distributed", "spx.distributed._namespace")
 else:
-    from spx.distributed._namespace import *  # noqa: F403
-
-if TYPE_CHECKING:
     from spx.distributed._namespace import *  # noqa: F403

@@ -1,4 +1,5 @@
-"""Everything ``spx.distributed`` offers, loaded on first use (:mod:`spx._lazy`)."""
+"""Everything ``spx.distributed`` offers: its ``__init__`` imports it at once, or, in ``spx-run``'s
+own process, on first use (:mod:`spx._lazy`)."""
 
 from spx.distributed import device_mesh as device_mesh
 from spx.distributed import functional as functional
