@@ -9,7 +9,8 @@ each action the loop does one thing:
   handed over, or the posted receive of that tag, waited on now), run the stage's compiled
   program, and keep the result for the next local stage or for the SEND that follows;
 * SEND_F / SEND_B: start the transfer (never blocks);
-* RECV_F / RECV_B: post the receive (never blocks; the consumer waits);
+* RECV_F / RECV_B: post the receive (never blocks; the consumer waits); the loop posts each
+  one at the latest here, and up to ``recv_ahead`` receives earlier (:meth:`RankRunner._receives`);
 * UNSHARD / RESHARD / REDUCE_GRAD: FSDP bookkeeping in torch; spx stages hold whole parameters
   and the schedule scales gradients after the step, so there is nothing to do.
 
