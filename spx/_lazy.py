@@ -57,7 +57,8 @@ def launcher_process(argv: list[str] | None = None, script: str | None = None) -
 
 
 def _public(module: Any) -> list[str]:
-    return sorted(k for k in vars(module) if not k.startswith("_"))
+    names = getattr(module, "__all__", None)
+    return sorted(names if names is not None else (k for k in vars(module) if k[0] != "_"))
 
 
 def lazy_namespace(package: str, implementation: str) -> tuple[Callable, Callable]:

@@ -75,4 +75,8 @@ from spx.threads import get_num_threads as get_num_threads
 from spx.threads import set_num_interop_threads as set_num_interop_threads
 from spx.threads import set_num_threads as set_num_threads
 
+# `import *` copies what __all__ names: the public names, and the underscore functions of torch's
+# that spx.ops exports (the _foreach_* list operations, which EMA helpers call).
+__all__ = sorted(n for n in list(globals()) if n[0] != "_" or n.startswith("_foreach_"))
+
 _complete = True  # spx._lazy copies the names into the package only once all are here
