@@ -31,6 +31,10 @@ time to first step: first / second launch):
     2          25.4         36.0           0.71   3.1 / 1.4 s (0.43; torch 2.6 s)
     4          38.8         46.4           0.84   6.4 / 2.7 s (0.43; torch 4.4 s)
     compute floor: raw jax.jit 21.8 ms, torch eager 47.7 ms (0.46)
+    a second run (load 0.7-2.3): 1 process 0.46, 2 processes 0.64 (23.7 vs 36.9 ms), 4
+    processes 0.92 (41.9 vs 45.7); time to first step 2.9 / 1.1 s (0.40), 5.1 / 2.3 s (0.46)
+    alternated spx-only runs, inline programs vs XLA's pool thread: 2 processes 25.4-27.2 vs
+    31.3-38.8 ms, 4 processes 40.7-44.5 vs 43.4-44.9 ms
 
     the same day, the 16-core CPU of the H200 machine (JAX_PLATFORMS=cpu), jax 0.11.2, torch 2.11
     2          29.5         37.9           0.78   4.4 / 2.7 s (0.61; torch 11.7 s)
