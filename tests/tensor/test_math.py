@@ -120,6 +120,32 @@ def test_binary_int(name):
     check(lambda m, a, b: getattr(a, name)(b), INTS, other)
 
 
+INT_DIVISIONS = [
+    lambda m, a, b: a // b, lambda m, a, b: a % b, lambda m, a, b: a // 0,
+    lambda m, a, b: a % 0, lambda m, a, b: 5 // b, lambda m, a, b: 5 % b,
+    lambda m, a, b: m.floor_divide(a, b), lambda m, a, b: m.remainder(a, b),
+    lambda m, a, b: m.fmod(a, b), lambda m, a, b: m.fmod(a, 0),
+    lambda m, a, b: m.remainder(5, b), lambda m, a, b: a.div(b, rounding_mode="floor"),
+    lambda m, a, b: a.div(0, rounding_mode="trunc"), lambda m, a, b: a.clone().floor_divide_(b),
+    lambda m, a, b: a.to(m.uint8) // 0, lambda m, a, b: a[0, 0] // b[0, 0],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", INT_DIVISIONS)
+def test_integer_division_by_zero_raises_as_torch(fn):
+    # XLA returns a number for an integer division by zero (7 // 0 is -1 on CPU); torch raises.
+    divisor = np.where(INTS == 0, 3, INTS)
+    divisor[0, 0] = 0
+    check_raises(fn, INTS, divisor, error=RuntimeError)
+
+
+def test_integer_division_without_zero_and_float_division_by_zero_do_not_raise():
+    check(lambda m, a: a // 0.0, INTS)
+    check(lambda m, a: a.float() % 0, INTS)
+    check(lambda m, a: m.zeros(0, dtype=m.int32) // 0, INTS)
+    check(lambda m, a, b: a % b, INTS, np.where(INTS == 0, 3, INTS))
+
+
 @pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
                                   "logical_or", "eq", "ne", "add", "mul"])  # fmt: skip
 def test_binary_bool(name):

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
+import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
@@ -169,6 +170,42 @@ def _div_trunc(x: Any, y: Any) -> Any:
 def _div_trunc_int(x: Any, y: Any) -> Any:
     q = jnp.floor_divide(x, y)
     return jnp.where((q < 0) & (q * y != x), q + 1, q)
+
+
+def _integral(x: Any) -> bool:
+    if isinstance(x, bool | int | np.integer | np.bool_):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and (dtype == jnp.bool_ or jnp.issubdtype(dtype, jnp.integer))
+
+
+def _check_divisor(x: Any, y: Any, name: str) -> None:
+    """torch's ``RuntimeError: ZeroDivisionError`` for an integer division by zero.
+
+    XLA returns an arbitrary number there (``7 // 0`` is -1 on CPU), a silently wrong result;
+    torch raises (on CPU). Only integer results are checked (a float division by zero is inf
+    or nan, in torch too). The divisor's value is read on the host: at once for a Python
+    number, by computing it for a tensor (integer division is rare on a training step's hot
+    path). Inside a JAX transformation (``spx.compile``) the value does not exist yet, and the
+    result is XLA's, as it is torch's kernel's on CUDA.
+    """
+    if not (_integral(x) and _integral(y)):
+        return
+    if hasattr(x, "shape") and not np.prod(x.shape, dtype=np.int64):
+        return  # nothing is divided
+    if hasattr(y, "_ref"):
+        value = y._value()
+    elif isinstance(y, jax.Array | np.ndarray | np.generic | bool | int):
+        value = y
+    else:
+        return
+    if isinstance(value, jax.core.Tracer) or not np.any(np.asarray(value) == 0):
+        return
+    raise RuntimeError(
+        f"ZeroDivisionError: integer {name} by zero (the divisor holds 0). Divide floats for "
+        "inf/nan (x.float(), as torch), or keep the zeros out of the divisor (spx.where(y == 0, "
+        "1, y))"
+    )
 
 
 def _frac(x: Any) -> Any:
@@ -514,8 +551,10 @@ class MathMethods(LinalgMethods):
         if rounding_mode is None:
             return apply(jnp.true_divide, (), (self, other))
         if rounding_mode == "floor":
+            _check_divisor(self, other, "division")
             return apply(jnp.floor_divide, (), (self, other))
         if rounding_mode == "trunc":
+            _check_divisor(self, other, "division")
             if jnp.issubdtype(self.dtype, jnp.integer) and (
                 isinstance(other, int)
                 or jnp.issubdtype(getattr(other, "dtype", float), jnp.integer)
@@ -684,9 +723,26 @@ def _unary_method(name: str, fn: Any) -> Any:
     return method
 
 
+# Integer division by zero: torch raises, XLA returns a number (see _check_divisor).
+_DIVISIONS = {
+    "floor_divide": "division", "remainder": "modulo", "fmod": "modulo",
+    "__floordiv__": "division", "__mod__": "modulo", "__rfloordiv__": "division",
+    "__rmod__": "modulo",
+}  # fmt: skip
+
+
 def _binary_method(name: str, fn: Any) -> Any:
-    def method(self: Any, other: Any) -> Any:
-        return apply(fn, (), (self, other))
+    if name in _DIVISIONS:
+        what = _DIVISIONS[name]
+
+        def method(self: Any, other: Any) -> Any:
+            _check_divisor(self, other, what)
+            return apply(fn, (), (self, other))
+
+    else:
+
+        def method(self: Any, other: Any) -> Any:
+            return apply(fn, (), (self, other))
 
     method.__name__ = name
     method.__doc__ = f"``{name}`` with ``other`` (mirrors ``torch.Tensor.{name}``)."
@@ -694,12 +750,23 @@ def _binary_method(name: str, fn: Any) -> Any:
 
 
 def _operator(name: str, fn: Any, reflected: bool) -> Any:
+    what = _DIVISIONS.get(name)
     if reflected:
 
         def method(self: Any, other: Any) -> Any:
             if not _checked(other):
                 return NotImplemented
+            if what is not None:
+                _check_divisor(other, self, what)
             return apply(fn, (), (other, self))
+
+    elif what is not None:
+
+        def method(self: Any, other: Any) -> Any:
+            if not _checked(other):
+                return NotImplemented
+            _check_divisor(self, other, what)
+            return apply(fn, (), (self, other))
 
     else:
 
