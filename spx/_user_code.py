@@ -8,6 +8,7 @@ helpers find that frame so messages and warnings can point at it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import os
 import sys
@@ -44,8 +45,13 @@ _STDLIB = _stdlib()
 _SITE = f"{os.sep}site-packages{os.sep}"
 
 
+@functools.lru_cache(maxsize=4096)
 def is_library(filename: str) -> bool:
-    """Whether ``filename`` belongs to spx, JAX or the standard library (not site-packages)."""
+    """Whether ``filename`` belongs to spx, JAX or the standard library (not site-packages).
+
+    Cached by name (``realpath`` costs a few system calls, and the checks of pending values
+    look up the user's line for every operation they record).
+    """
     if filename.startswith("<frozen"):
         return True
     path = os.path.realpath(filename)

@@ -129,6 +129,9 @@ class _ThreadState(threading.local):
         # Weak references to storages that were given a pending node; the next flush computes
         # those still alive (a dead one's value is never needed again).
         self.pending: list[weakref.ref] = []
+        # Value checks waiting for their values (spx._tensor.checks): run after the program
+        # that computes them, or before a value goes to the host.
+        self.checks: list[Any] = []
         # ids of tensors a Module's pytree flatten is handing to JAX (jax.jit(f)(model)):
         # passing a model to a JAX transform is a deliberate functional use, not a jnp call
         # that would drop gradients (see Tensor's pytree flatten).

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _user_code
+from spx._tensor import checks
 from spx._tensor.graph import LEAF, NO_GRADIENT, STATE, Node, Storage, take_pending
 
 BACKWARD_TWICE = (
@@ -480,6 +481,7 @@ def run(
         first = walk.ref((node, 0), False)
         value_slots.extend(range(first, first + len(node.avals)))
     if not walk.replayed and not roots:
+        checks.run_ready()
         return [], []
     key = (
         tuple(walk.entries),
@@ -521,6 +523,7 @@ def run(
             # A backward without create_graph inside a function JAX differentiates (spx.func,
             # spx.backward(fn, model)): torch's result is a constant there (first-order MAML).
             grads = [None if g is None else jax.lax.stop_gradient(g) for g in grads]
+    checks.run_ready()
     return grads, walk.diffs
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _user_code
-from spx._tensor import graph
+from spx._tensor import checks, graph
 from spx._tensor.dispatch import apply, stop_gradient
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.inplace import _astype
@@ -392,6 +392,9 @@ class ConvertMethods:
     # -- Python and numpy values -------------------------------------------------------------
     def _value_for_host(self, what: str) -> Any:
         value = self._value()
+        # Values go to the host here: the checks of values computed earlier run first (torch
+        # reports a failed check by the next synchronization at the latest).
+        checks.run_ready(block=True)
         if isinstance(value, jax.core.Tracer):
             raise jax.errors.ConcretizationTypeError(
                 value,

@@ -8,9 +8,11 @@ its value (a synchronization; inside a JAX transformation use ``masked_fill``/``
 ``x[mask] = scalar`` needs no synchronization.
 
 Out-of-range integers raise IndexError as in torch. Index *tensors* (of ``x[...]``, gather,
-scatter, index_select/add/copy/fill, take, put) are checked when their value is already
-computed; an index computed lazily in the same program is not (an out-of-range entry then
-reads NaN for floats, as in JAX).
+scatter, index_select/add/copy/fill, take, put) are checked at once when their value is already
+computed, and an index computed lazily in the same program once the program has computed it
+(:mod:`spx._tensor.checks`: by the next read of a value on the host at the latest). Inside
+``spx.compile`` an index is a tracer and is not checked (an out-of-range entry then reads NaN
+for floats, as in JAX).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from spx._tensor import _dims
+from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
 
 
@@ -222,27 +224,30 @@ def _check_index_values(
     error: type[Exception] = RuntimeError,
 ) -> None:
     """torch's error for index values outside ``[0, size)`` (``[-size, size)`` with
-    ``negative``), when the index's value is already computed (a DataLoader batch,
-    ``spx.tensor(...)``); a pending or traced index is not checked, to cost no
-    synchronization (an out-of-range entry then reads NaN or is dropped, as in JAX)."""
-    host = _host(index)
-    if host is None or not host.size or not np.issubdtype(host.dtype, np.integer):
-        return
-    low = -size if negative else 0
-    bad = (host < low) | (host >= size)
-    if not bad.any():
-        return
-    value = int(host[bad].reshape(-1)[0])
-    if what in ("take", "put_"):
-        raise IndexError(
-            f"out of range: tried to access index {value} on a tensor of {size} elements."
-        )
-    if what == "index_select":
-        raise IndexError(
-            f"index out of range in self: index {value} for dimension {dim} with size {size}"
-        )
-    prefix = f"{what}(): " if what == "index_copy_" else ""
-    raise error(f"{prefix}index {value} is out of bounds for dimension {dim} with size {size}")
+    ``negative``): at once when the index's value is known (a DataLoader batch,
+    ``spx.tensor(...)``), else once it is computed (:mod:`spx._tensor.checks`; a traced index
+    is not checked)."""
+
+    def check(host: np.ndarray) -> None:
+        if not host.size or not np.issubdtype(host.dtype, np.integer):
+            return
+        low = -size if negative else 0
+        bad = (host < low) | (host >= size)
+        if not bad.any():
+            return
+        value = int(host[bad].reshape(-1)[0])
+        if what in ("take", "put_"):
+            raise IndexError(
+                f"out of range: tried to access index {value} on a tensor of {size} elements."
+            )
+        if what == "index_select":
+            raise IndexError(
+                f"index out of range in self: index {value} for dimension {dim} with size {size}"
+            )
+        prefix = f"{what}(): " if what == "index_copy_" else ""
+        raise error(f"{prefix}index {value} is out of bounds for dimension {dim} with size {size}")
+
+    checks.when_known(index, check)
 
 
 def _check_vector_index(what: str, index: Any) -> None:
@@ -286,6 +291,17 @@ def _host(obj: Any, compute: bool = False) -> np.ndarray | None:
     if isinstance(obj, jax.core.Tracer):
         return None
     return np.asarray(obj)
+
+
+def _bounds_check(n: int, axis: int) -> Any:
+    """torch's IndexError for an integer index array with entries outside ``[-n, n)``."""
+
+    def check(host: np.ndarray) -> None:
+        if host.size and (host.max() >= n or host.min() < -n):
+            bad = host.max() if host.max() >= n else host.min()
+            raise IndexError(f"index {bad} is out of bounds for dimension {axis} with size {n}")
+
+    return check
 
 
 def _dtype_of(obj: Any) -> Any:
@@ -432,14 +448,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
                     "tensors used as indices must be long, int, byte or bool tensors, got "
                     f"{_dtype_of(arr)}"
                 )
-            host = _host(arr)
-            if host is not None and host.size:
-                n = shape[axis]
-                if host.max() >= n or host.min() < -n:
-                    bad = host.max() if host.max() >= n else host.min()
-                    raise IndexError(
-                        f"index {bad} is out of bounds for dimension {axis} with size {n}"
-                    )
+            checks.when_known(arr, _bounds_check(shape[axis], axis))
             spec.append(("a",))
             dyn.append(np.asarray(arr) if isinstance(arr, list) else arr)
             axis += 1
@@ -527,9 +536,9 @@ class IndexingMethods:
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
         """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on; mirrors torch).
 
-        Index values are checked when they are already computed (as torch: an out-of-range
-        index raises); a pending or traced index is not, to cost no synchronization, and an
-        out-of-range entry then reads NaN (floats) or a fill value.
+        Index values are checked as torch checks them (an out-of-range index raises): at once
+        when they are computed, else once the program computing them has run; a traced index
+        is not, and an out-of-range entry then reads NaN (floats) or a fill value.
         """
         d = _dims.dim(dim, self.ndim)
         _check_index_values("gather", index, self.shape[d], d)

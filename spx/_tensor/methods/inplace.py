@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor import checks
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.placement import current_device, moved_to
@@ -73,6 +74,17 @@ def _bernoulli_of(key: Any, probs: Any) -> Any:
     # torch's bernoulli has a zero gradient with respect to the probabilities.
     p = jax.lax.stop_gradient(probs)
     return jax.random.bernoulli(key, p).astype(probs.dtype)
+
+
+def _check_probabilities(host: np.ndarray) -> None:
+    if not np.all(np.isfinite(host)) or np.any(host < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+
+
+def _lowest_probability(p: Any) -> Any:
+    """What :func:`_check_probabilities` needs of a pending ``p``: its lowest entry, -1 for a
+    non-finite one."""
+    return jnp.min(jnp.where(jnp.isfinite(p), p, -1), initial=0)
 
 
 def _multinomial(key: Any, probs: Any, n: int, replacement: bool) -> Any:
@@ -269,11 +281,7 @@ class InplaceMethods:
                 f"cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                 f"({n} > {shape[-1]}); pass replacement=True"
             )
-        from spx._tensor.methods.indexing import _host
-
-        host = _host(self)
-        if host is not None and (not np.all(np.isfinite(host)) or np.any(host < 0)):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        checks.when_known(self, _check_probabilities, reduce=_lowest_probability)
         return apply(_multinomial, (n, bool(replacement)), (_key_on(self, generator), self))
 
     # Arithmetic operators in place: ``x += y`` is ``x.add_(y)`` in torch.

@@ -15,9 +15,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as _jnp
 import numpy as _np
 
 from spx import random as _random
+from spx._tensor import checks as _checks
 from spx._tensor.grad_mode import no_grad as _no_grad
 from spx._tensor.recorded import record_call as _record_call
 from spx._tensor.recorded import recorded as _recorded
@@ -133,18 +135,22 @@ _one_hot_op = _recorded(_sparse.one_hot)
 
 
 def _check_targets(input: Any, target: Any, ignore_index: int | None, name: str) -> None:
-    """torch's eager IndexError for class indices out of range, when they are known now.
+    """torch's IndexError for class indices out of range.
 
     A recorded op sees only shapes; the values of targets that are already computed (numpy,
-    a DataLoader batch) are checked here, before recording. Pending or traced targets cannot
-    be checked without computing them: out-of-range ones give NaN, as inside ``jit``.
+    a DataLoader batch) are checked here, before recording, and pending ones once they are
+    computed (:mod:`spx._tensor.checks`). Traced targets are not checked: out-of-range ones
+    give NaN, as inside ``jit``.
     """
-    values = _known_value(target)
-    if values is None or not _np.issubdtype(values.dtype, _np.integer):
+    dtype = getattr(target, "dtype", None)
+    if dtype is None or not _np.issubdtype(dtype, _np.integer):
         return
     cdim = _cross_entropy._class_dim(input, name)
     ignore = -100 if ignore_index is None else ignore_index
-    _cross_entropy._check_index_target(input, values, cdim, ignore, name)
+    shape = _ShapeOnly(tuple(input.shape))  # not the input itself: a check may wait a while
+    _checks.when_known(
+        target, lambda v: _cross_entropy._check_index_target(shape, v, cdim, ignore, name)
+    )
 
 
 @functools.wraps(_cross_entropy.cross_entropy)
@@ -183,12 +189,12 @@ _embedding_op = _recorded(_sparse.embedding)
 
 @functools.wraps(_sparse.embedding)
 def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
-    # torch's eager IndexError for out-of-range indices, when their values are known now (a
-    # batch from a DataLoader, spx.tensor(...)); the recorded op sees only shapes.
-    values = _known_value(input)
+    # torch's IndexError for out-of-range indices: at once when their values are known (a
+    # batch from a DataLoader, spx.tensor(...)), else once they are computed (the recorded op
+    # sees only shapes; spx._tensor.checks).
     num = getattr(weight, "shape", (None,))[0]
-    if values is not None and values.size and num is not None:
-        _sparse._check_range(values, num)
+    if num is not None:
+        _checks.when_known(input, lambda v: _sparse._check_range(v, num))
     bound = _embedding_signature.bind(input, weight, *args, **kwargs).arguments
     if bound.get("max_norm") is not None and isinstance(weight, _Tensor):
         # torch renormalises the looked-up rows of the table itself, in place: the next step
@@ -226,6 +232,9 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Any:
         if num_classes == -1:
             num_classes = int(values.max()) + 1 if values.size else 0
         _sparse.one_hot(values, num_classes)  # the value checks, on the host
+    elif num_classes >= 0 and _np.issubdtype(getattr(tensor, "dtype", float), _np.integer):
+        # Pending values: checked once computed (spx._tensor.checks).
+        _checks.when_known(tensor, lambda v: _sparse.check_one_hot_values(v, num_classes))
     return _one_hot_op(tensor, num_classes)
 
 
@@ -271,17 +280,28 @@ _binary_cross_entropy_op = _recorded(_loss.binary_cross_entropy)
 
 @functools.wraps(_loss.binary_cross_entropy)
 def binary_cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
-    # torch's eager checks of the values, when they are known now (see _check_targets): a
-    # logit passed where a probability belongs would otherwise give NaN or a wrong loss.
+    # torch's checks of the values (see _check_targets): a logit passed where a probability
+    # belongs would otherwise give NaN or a wrong loss. Pending values (a model's output always
+    # is) are checked once computed, through their lowest and highest entries.
     for name, value in (("input", input), ("target", target)):
-        values = _known_value(value)
-        if values is not None and values.size and not ((values >= 0) & (values <= 1)).all():
-            raise RuntimeError(
-                f"all elements of {name} should be between 0 and 1 (binary_cross_entropy got "
-                f"{name} values in [{values.min()}, {values.max()}]); for logits use "
-                "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss)"
-            )
+        _checks.when_known(value, functools.partial(_check_probabilities, name), _value_range)
     return _binary_cross_entropy_op(input, target, *args, **kwargs)
+
+
+def _check_probabilities(name: str, values: Any) -> None:
+    if values.size and not ((values >= 0) & (values <= 1)).all():
+        raise RuntimeError(
+            f"all elements of {name} should be between 0 and 1 (binary_cross_entropy got "
+            f"{name} values in [{values.min()}, {values.max()}]); for logits use "
+            "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss)"
+        )
+
+
+def _value_range(x: Any) -> Any:
+    """``[min, max]`` of ``x`` (NaN if it holds one; ``[0, 0]`` if it is empty)."""
+    if not x.size:
+        return _jnp.zeros(2, x.dtype)
+    return _jnp.stack([_jnp.min(x), _jnp.max(x)])
 
 
 binary_cross_entropy_with_logits = _recorded(_loss.binary_cross_entropy_with_logits)
@@ -301,29 +321,36 @@ _multilabel_margin_loss_op = _recorded(_margin_loss.multilabel_margin_loss)
 
 @functools.wraps(_margin_loss.gaussian_nll_loss)
 def gaussian_nll_loss(input: Any, target: Any, var: Any, *args: Any, **kwargs: Any) -> Any:
-    values = _known_value(var)
-    if values is not None and (values < 0).any():
+    _checks.when_known(var, _check_variance, _value_range)
+    return _gaussian_nll_loss_op(input, target, var, *args, **kwargs)
+
+
+def _check_variance(values: Any) -> None:
+    if values.size and (values < 0).any():
         raise ValueError(
             f"var has negative entry/entries (gaussian_nll_loss got min {values.min()}); "
             "predict a variance that is non-negative, e.g. through softplus or exp"
         )
-    return _gaussian_nll_loss_op(input, target, var, *args, **kwargs)
 
 
 def _check_class_range(target: Any, input: Any, low: int, message: str) -> None:
-    """torch's RuntimeError for class indices outside ``[low, C)``, when they are known now."""
-    values = _known_value(target)
+    """torch's RuntimeError for class indices outside ``[low, C)``: at once when they are known,
+    else once they are computed (:mod:`spx._tensor.checks`)."""
     n_classes = getattr(input, "shape", (None,))[-1] if getattr(input, "ndim", 0) else None
-    if values is None or not values.size or n_classes is None:
+    if n_classes is None:
         return
-    if not _np.issubdtype(values.dtype, _np.integer):
-        return
-    bad = (values < low) | (values >= n_classes)
-    if bad.any():
-        raise RuntimeError(
-            f"{message} (got {int(values[bad].reshape(-1)[0])}; class indices must be in "
-            f"[{low}, {n_classes - 1}] for an input with {n_classes} classes)"
-        )
+
+    def check(values: Any) -> None:
+        if not values.size or not _np.issubdtype(values.dtype, _np.integer):
+            return
+        bad = (values < low) | (values >= n_classes)
+        if bad.any():
+            raise RuntimeError(
+                f"{message} (got {int(values[bad].reshape(-1)[0])}; class indices must be in "
+                f"[{low}, {n_classes - 1}] for an input with {n_classes} classes)"
+            )
+
+    _checks.when_known(target, check)
 
 
 @functools.wraps(_margin_loss.multi_margin_loss)

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spx import _user_code
+from spx._tensor import checks
 from spx._tensor.grad_mode import no_grad
 from spx._tensor.recorded import recorded
 from spx._tensor.tensor import Tensor
@@ -193,9 +194,11 @@ def _check_dtypes(in_dtype: Any, offsets: Any, psw: Any, w_dtype: Any) -> None:
 
 
 def _check_values(input: Any, offsets: Any, num: int, include_last_offset: bool) -> None:
-    """torch's eager checks of indices and offsets, when their values are known now."""
-    idx = known_value(input) if not isinstance(input, list | tuple) else np.asarray(input)
-    if idx is not None and idx.size:
+    """torch's checks of indices and offsets: the indices' range at once when their values are
+    known, else once they are computed (:mod:`spx._tensor.checks`); the offsets when both are
+    known now."""
+
+    def check_range(idx: np.ndarray) -> None:
         flat = idx.reshape(-1)
         bad = np.flatnonzero((flat < 0) | (flat >= num))
         if bad.size:
@@ -203,6 +206,9 @@ def _check_values(input: Any, offsets: Any, num: int, include_last_offset: bool)
                 f"embedding_bag: index {bad[0]} of input takes value {flat[bad[0]]} which is "
                 f"not in the valid range [0, {num}); check the data or num_embeddings"
             )
+
+    checks.when_known(input, check_range)
+    idx = known_value(input) if not isinstance(input, list | tuple) else np.asarray(input)
     off = known_value(offsets) if not isinstance(offsets, list | tuple) else np.asarray(offsets)
     if idx is None or off is None or off.size == 0:
         return

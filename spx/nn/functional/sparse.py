@@ -118,6 +118,18 @@ def _check_range(values: np.ndarray, num: int) -> None:
         )
 
 
+def check_one_hot_values(values: np.ndarray, num_classes: int) -> None:
+    """torch's RuntimeError for class values outside ``[0, num_classes)``."""
+    if not values.size:
+        return
+    if (values < 0).any():
+        raise RuntimeError("one_hot: class values must be non-negative")
+    if (values >= num_classes).any():
+        raise RuntimeError(
+            f"one_hot: class values must be smaller than num_classes ({num_classes})"
+        )
+
+
 def one_hot(tensor: Array, num_classes: int = -1) -> Array:
     """One-hot encode integer class indices (mirrors ``torch.nn.functional.one_hot``).
 
@@ -149,13 +161,7 @@ def one_hot(tensor: Array, num_classes: int = -1) -> Array:
         num_classes = int(np.max(np.asarray(x))) + 1 if x.size else 0
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
-    if concrete and x.size:
+    if concrete:
         # numpy, not jnp: inside a jit trace even ops on a concrete array become tracers.
-        values = np.asarray(x)
-        if (values < 0).any():
-            raise RuntimeError("one_hot: class values must be non-negative")
-        if (values >= num_classes).any():
-            raise RuntimeError(
-                f"one_hot: class values must be smaller than num_classes ({num_classes})"
-            )
+        check_one_hot_values(np.asarray(x), num_classes)
     return (x[..., None] == jnp.arange(num_classes, dtype=x.dtype)).astype(jnp.int32)

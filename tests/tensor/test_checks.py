@@ -1,0 +1,134 @@
+"""Checks of pending values (spx._tensor.checks): torch's errors, raised once the values exist.
+
+Each case builds its index (or probabilities) with a computation, so spx records it as a pending
+value; torch raises at the op itself, spx by the next read of a value at the latest. The
+reference for every case is torch raising the same error type on the same values.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import spx
+import spx.nn.functional as SF
+from spx._tensor import graph
+
+
+def _sync(out):
+    """A read on the host: every deferred check of the values computed so far has run."""
+    spx.ones(1).item()
+    return out
+
+
+# (name, fn(module, functional) -> result); every index/probability is computed (`* 2`, `* 1.0`).
+BAD = [
+    ("embedding", lambda m, F: F.embedding(m.tensor([0, 3]) * 2, m.ones(5, 3)), IndexError),
+    ("cross_entropy", lambda m, F: F.cross_entropy(m.ones(2, 5), m.tensor([1, 4]) * 2), IndexError),
+    ("nll_loss", lambda m, F: F.nll_loss(m.ones(2, 5), m.tensor([1, 4]) * 2), IndexError),
+    ("gather", lambda m, F: m.ones(2, 3).gather(1, m.tensor([[0], [2]]) * 2), RuntimeError),
+    ("index_select", lambda m, F: m.ones(3, 2).index_select(0, m.tensor([1, 2]) * 2), IndexError),
+    ("getitem", lambda m, F: m.ones(3, 2)[m.tensor([1, 2]) * 2], IndexError),
+    ("setitem", lambda m, F: m.zeros(3).__setitem__(m.tensor([1, 2]) * 2, 1.0), IndexError),
+    (
+        "scatter_add",
+        lambda m, F: m.zeros(3).scatter_add(0, m.tensor([1, 2]) * 2, m.ones(2)),
+        RuntimeError,
+    ),
+    ("take", lambda m, F: m.ones(2, 2).take(m.tensor([1, 3]) * 2), IndexError),
+    ("one_hot", lambda m, F: F.one_hot(m.tensor([1, 2]) * 2, 3), RuntimeError),
+    (
+        "binary_cross_entropy (logits passed)",
+        lambda m, F: F.binary_cross_entropy(m.tensor([0.5, 2.0]) * 1.0, m.tensor([1.0, 0.0])),
+        RuntimeError,
+    ),
+    (
+        "binary_cross_entropy (nan)",
+        lambda m, F: F.binary_cross_entropy(m.tensor([0.5, np.nan]) * 1.0, m.tensor([1.0, 0.0])),
+        RuntimeError,
+    ),
+    ("multinomial", lambda m, F: m.multinomial(m.tensor([0.5, np.nan]) * 1.0, 1), RuntimeError),
+    (
+        "gaussian_nll_loss",
+        lambda m, F: F.gaussian_nll_loss(m.ones(2), m.ones(2), m.tensor([1.0, -1.0]) * 1.0),
+        ValueError,
+    ),
+    (
+        "embedding_bag",
+        lambda m, F: F.embedding_bag(m.tensor([1, 2, 3]) * 3, m.ones(5, 2), m.tensor([0, 2])),
+        (IndexError, RuntimeError),
+    ),
+    (
+        "multi_margin_loss",
+        lambda m, F: F.multi_margin_loss(m.ones(2, 3), m.tensor([1, 2]) * 2),
+        RuntimeError,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "error"), BAD, ids=[b[0] for b in BAD])
+def test_a_bad_pending_value_raises_torchs_error_by_the_next_read(name, fn, error):
+    with pytest.raises(error):
+        fn(torch, TF)
+    with pytest.raises(error):
+        _sync(fn(spx, SF))
+    assert not graph.STATE.checks  # the failed check is gone: the next step starts clean
+
+
+GOOD = [
+    lambda m, F: F.embedding(m.tensor([0, 2]) * 2, m.arange(15.0).reshape(5, 3)),
+    lambda m, F: F.cross_entropy(m.arange(10.0).reshape(2, 5), m.tensor([1, 2]) * 2),
+    lambda m, F: m.arange(6.0).reshape(2, 3).gather(1, m.tensor([[0], [1]]) * 2),
+    lambda m, F: m.arange(6.0).reshape(3, 2)[m.tensor([1, 0]) * 2],
+    lambda m, F: F.one_hot(m.tensor([1, 0]) * 2, 3),
+    lambda m, F: F.binary_cross_entropy(m.tensor([0.25, 0.5]) * 1.0, m.tensor([1.0, 0.0])),
+]
+
+
+@pytest.mark.parametrize("fn", GOOD)
+def test_good_pending_values_give_torchs_results_and_leave_no_check_behind(fn):
+    expected = fn(torch, TF).numpy()
+    got = _sync(fn(spx, SF))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+    assert not graph.STATE.checks
+
+
+def test_the_error_names_the_line_that_recorded_the_op():
+    targets = spx.tensor([[1, 2, 7]])[:, 1:]  # a slice: pending, as in a language model loop
+    loss = SF.cross_entropy(spx.ones(2, 5), targets.reshape(-1))  # the line to name
+    with pytest.raises(IndexError, match="target 7 is out of bounds for 5 classes") as info:
+        loss.item()
+    notes = "\n".join(info.value.__notes__)
+    assert "loss = SF.cross_entropy(spx.ones(2, 5), targets.reshape(-1))" in notes
+
+
+def test_the_check_reads_the_value_the_op_used_not_a_later_in_place_write():
+    index = spx.tensor([0, 1]) * 3  # pending, holds 3: out of range for 3 rows
+    rows = spx.ones(3, 2)[index]
+    index.zero_()  # in range now, but the lookup above read 3 (torch had raised there)
+    with pytest.raises(IndexError, match="index 3 is out of bounds"):
+        _sync(rows)
+
+
+def test_a_training_step_raises_when_its_program_runs():
+    # The loop of a model whose vocabulary is too small: targets come from the batch (pending
+    # slices). torch raises in cross_entropy; spx by the backward's program.
+    spx.manual_seed(0)
+    model = spx.nn.Sequential(spx.nn.Embedding(10, 4), spx.nn.Linear(4, 6))
+    batch = spx.tensor([[1, 2, 8, 3]])
+    inputs, targets = batch[:, :-1], batch[:, 1:]
+    loss = SF.cross_entropy(model(inputs).reshape(-1, 6), targets.reshape(-1))
+    with pytest.raises(IndexError, match="target 8 is out of bounds for 6 classes"):
+        loss.backward()
+        _sync(None)
+
+
+def test_traced_values_are_not_checked():
+    # Inside spx.compile the index is a tracer: XLA's clamped result stands (documented).
+    @spx.compile
+    def lookup(x, i):
+        return x[i * 2]
+
+    out = lookup(spx.arange(3.0), spx.tensor([2]))
+    assert out.tolist() == [2.0]
+    assert not graph.STATE.checks
