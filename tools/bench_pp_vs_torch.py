@@ -145,7 +145,37 @@ def worker_spx(a: argparse.Namespace) -> dict:
         # Parameters require grad, so JAX functions refuse them; their detached views do not.
         jax.block_until_ready([p.detach() for p in model.parameters()])
 
-    return _timed(step, dist.barrier, a, t_init, dist.destroy_process_group)
+    def programs_ms() -> dict:
+        # The busiest rank's forward and backward programs alone bound the step from below,
+        # whatever the schedule and the transfers do: time them (each call waited on) over a
+        # few more steps, then take every rank's median. A worker with one XLA thread runs
+        # its programs inline (spx-run's PJRT_NPROC=1): count the thread's CPU time, which
+        # leaves out the time another rank on the same core takes (4 processes on 2 cores).
+        programs = stage._programs
+        clock = time.thread_time if os.environ.get("PJRT_NPROC") == "1" else time.perf_counter
+        spent = [0.0]
+
+        def timed(fn):
+            def call(*args, **kwargs):
+                start = clock()
+                out = jax.block_until_ready(fn(*args, **kwargs))
+                spent[0] += clock() - start
+                return out
+
+            return call
+
+        programs.forward, programs.backward = timed(programs.forward), timed(programs.backward)
+        per_step = []
+        for _ in range(10):
+            dist.barrier()
+            spent[0] = 0.0
+            step()
+            per_step.append(1000 * spent[0])
+        ranks: list = [None] * n
+        dist.all_gather_object(ranks, statistics.median(per_step))
+        return {"programs_ms": ranks}
+
+    return _timed(step, dist.barrier, a, t_init, dist.destroy_process_group, programs_ms)
 
 
 def worker_torch(a: argparse.Namespace) -> dict:
@@ -202,8 +232,9 @@ def worker_torch(a: argparse.Namespace) -> dict:
     return _timed(step, dist.barrier, a, t_init, dist.destroy_process_group)
 
 
-def _timed(step, barrier, a: argparse.Namespace, t_init: float, destroy) -> dict:
-    """Run warmup + timed steps between barriers; the first step's end, seen by every rank."""
+def _timed(step, barrier, a: argparse.Namespace, t_init: float, destroy, extra=None) -> dict:
+    """Run warmup + timed steps between barriers; the first step's end, seen by every rank;
+    then ``extra()`` (more figures for the report), if given."""
     times = []
     first = None
     for i in range(a.warmup + a.steps):
@@ -217,6 +248,8 @@ def _timed(step, barrier, a: argparse.Namespace, t_init: float, destroy) -> dict
             times.append(time.perf_counter() - start)
     t0 = float(os.environ["BENCH_LAUNCH_T0"])
     report = {"times": times, "first_step": first - t0, "init_to_first_step": first - t_init}
+    if extra is not None:
+        report.update(extra())
     if int(os.environ.get("RANK", "0")) == 0:  # before the teardown, which gloo can abort in
         with open(a.out, "w") as f:
             json.dump(report, f)
@@ -331,7 +364,14 @@ def main() -> None:
                         f"{1000 * statistics.median(rep['times']):6.1f} ms/step; first step "
                         f"{rep['first_step']:5.1f} s after the launch "
                         f"({rep['init_to_first_step']:4.1f} s after init_process_group); "
-                        f"load {before:.2f} -> {seen[-1]:.2f}",
+                        + (
+                            "programs alone per rank "
+                            + "/".join(f"{ms:.1f}" for ms in rep["programs_ms"])
+                            + " ms; "
+                            if "programs_ms" in rep
+                            else ""
+                        )
+                        + f"load {before:.2f} -> {seen[-1]:.2f}",
                         flush=True,
                     )
             summary.append(_summary(n, runs, min(seen), max(seen)))
@@ -349,6 +389,16 @@ def _summary(n: int, runs: dict[str, list[dict]], lo: float, hi: float) -> str:
     line = (
         f"{what}: spx {med['spx']:.1f} ms/step, torch {med['torch']:.1f} ms/step, "
         f"ratio {med['spx'] / med['torch']:.2f}"
+    )
+    # A step is no shorter than its busiest rank's programs, nor than all ranks' programs
+    # shared over the cores (4 processes on 2 cores): the larger of the two, median of launches.
+    cores = min(n, os.cpu_count() or 1)
+    floor = statistics.median(
+        max(max(rep["programs_ms"]), sum(rep["programs_ms"]) / cores) for rep in runs["spx"]
+    )
+    line += (
+        f"; spx's forward/backward programs alone: {floor:.1f} ms/step on the busiest rank "
+        f"or core ({floor / med['torch']:.2f} of torch's step, a floor for the ratio)"
     )
     first = [rep["first_step"] for rep in runs["spx"]]
     if len(first) > 1 and n > 1:  # one process runs spx's single-process backend: no cache
