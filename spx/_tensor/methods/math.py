@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
-from spx._tensor import _dims
+from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.linalg import LinalgMethods, _checked
@@ -184,28 +184,24 @@ def _check_divisor(x: Any, y: Any, name: str) -> None:
 
     XLA returns an arbitrary number there (``7 // 0`` is -1 on CPU), a silently wrong result;
     torch raises (on CPU). Only integer results are checked (a float division by zero is inf
-    or nan, in torch too). The divisor's value is read on the host: at once for a Python
-    number, by computing it for a tensor (integer division is rare on a training step's hot
-    path). Inside a JAX transformation (``spx.compile``) the value does not exist yet, and the
-    result is XLA's, as it is torch's kernel's on CUDA.
+    or nan, in torch too). A divisor whose value is known is checked at once, a pending one
+    once it is computed (:mod:`spx._tensor.checks`); inside a JAX transformation
+    (``spx.compile``) it is not known, and the result is XLA's, as torch's kernel's on CUDA.
     """
     if not (_integral(x) and _integral(y)):
         return
     if hasattr(x, "shape") and not np.prod(x.shape, dtype=np.int64):
         return  # nothing is divided
-    if hasattr(y, "_ref"):
-        value = y._value()
-    elif isinstance(y, jax.Array | np.ndarray | np.generic | bool | int):
-        value = y
-    else:
-        return
-    if isinstance(value, jax.core.Tracer) or not np.any(np.asarray(value) == 0):
-        return
-    raise RuntimeError(
-        f"ZeroDivisionError: integer {name} by zero (the divisor holds 0). Divide floats for "
-        "inf/nan (x.float(), as torch), or keep the zeros out of the divisor (spx.where(y == 0, "
-        "1, y))"
-    )
+
+    def check(divisor: np.ndarray) -> None:
+        if np.any(divisor == 0):
+            raise RuntimeError(
+                f"ZeroDivisionError: integer {name} by zero (the divisor holds 0). Divide floats "
+                "for inf/nan (x.float(), as torch), or keep the zeros out of the divisor "
+                "(spx.where(y == 0, 1, y))"
+            )
+
+    checks.when_known(y, check)
 
 
 def _frac(x: Any) -> Any:
