@@ -23,47 +23,46 @@ is the whole model's step over the microbatches alone on one core (``tools/_comp
 Usage: ``python tools/bench_pp_vs_torch.py [--nprocs 1 2 4] [--rounds 2] [--steps 30]``
 
 Results (4 blocks of width 128, batch 32x32, vocab 512, 8 microbatches; ratio = spx/torch;
-time to first step: first / second launch):
+time to first step: first / second launch; floor: spx's forward/backward programs alone on the
+busiest rank, or all ranks' programs shared over the cores, over torch's step):
 
-    2026-11-27, stop 24, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 1.2-2.4)
-    processes  spx ms/step  torch ms/step  ratio  time to first step
-    1          24.2         48.2           0.50
-    2          25.4         36.0           0.71   3.1 / 1.4 s (0.43; torch 2.6 s)
-    4          38.8         46.4           0.84   6.4 / 2.7 s (0.43; torch 4.4 s)
-    compute floor: raw jax.jit 21.8 ms, torch eager 47.7 ms (0.46)
-    a second run (load 0.7-2.3): 1 process 0.46, 2 processes 0.64 (23.7 vs 36.9 ms), 4
-    processes 0.92 (41.9 vs 45.7); time to first step 2.9 / 1.1 s (0.40), 5.1 / 2.3 s (0.46)
-    alternated spx-only runs, inline programs vs XLA's pool thread: 2 processes 25.4-27.2 vs
-    31.3-38.8 ms, 4 processes 40.7-44.5 vs 43.4-44.9 ms
+    2026-11-27, stop 25, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 0.2-2.1)
+    processes  spx ms/step  torch ms/step  ratio  floor  time to first step
+    1          20.3         44.6           0.46   0.41
+    2          22.4         31.5           0.71   0.43   2.6 / 1.0 s (0.40; torch 2.6 s)
+    4          36.4         43.6           0.83   0.37   4.6 / 2.0 s (0.43; torch 4.2 s)
+    compute floor: raw jax.jit 21.2 ms, torch eager 44.7 ms (0.48)
 
-    the same day, the 16-core CPU of the H200 machine (JAX_PLATFORMS=cpu), jax 0.11.2, torch 2.11
-    2          29.5         37.9           0.78   4.4 / 2.7 s (0.61; torch 11.7 s)
-    4          26.5         35.8           0.74   5.4 / 3.9 s (0.72; torch 12.1 s)
-    compute floor: raw jax.jit 57.8 ms, torch eager 52.2 ms (1.11)
+    stop 24 on the same box: 2 processes 0.71 / 0.64, 4 processes 0.84 / 0.92, time to first
+    step 0.43 / 0.40 and 0.43 / 0.46; the 16-core CPU of the H200 machine (jax 0.11.2, torch
+    2.11): 2 processes 0.78, 4 processes 0.74; before stop 24: 0.80 / 0.84; earlier Intel
+    boxes: 1.22-1.74
 
-    before stop 24 on the 2-core box: 2 processes 0.80, 4 processes 0.84, time to first step
-    3.9 / 2.2 s and 6.4 / 3.3 s (0.57, 0.52); earlier Intel boxes: 1.22-1.74
+**Time to first step: met** (second launch <= 0.5x the first). **Step time: not met** (target
+<= 0.5), and out of reach on this box for this model. The floor column is what the busiest
+rank's programs alone take, each call timed on its own (thread CPU time: the programs run
+inline in one-thread workers): on 2 processes the last stage's 8 forwards and backwards take
+13.5-13.9 ms, 0.43 of torch's 31.5 ms step. 1F1B adds at least the fill and the drain on top
+of that rank's work, rank 0's first forward (~0.5 ms) and last backward (~1.2 ms) plus two
+messages (~0.2 ms each): ~0.5 of torch's step with no host work and no other wait at all. The
+programs are XLA's own: the same stage split written as raw ``jax.jit`` functions (forward
+with ``jax.vjp`` residuals, then backward) costs the same or more per microbatch, and the
+dots of a microbatch run near the core's peak. Where the rest of the step goes (2 processes,
+per-thread ``/proc/<tid>/schedstat``, ``py-spy``, and timelines of every action):
 
-**Time to first step: met** (second launch <= 0.5x the first). Of stop 24's gain, ~1 s a
-launch is spx-run's own start (``import spx`` imported jax; spx-run's process now imports none:
-:mod:`spx._lazy`). **Step time: not met** (target <= 0.5). On two cores the 2-process split is
-no faster than one process (25.4 vs 24.2 ms): the half model's compute per rank is ~11 ms a
-step, and the rest is host work and latency that the ranks' cores share. What stop 24 measured
-and changed (2 processes, 2-core box, per-thread CPU from ``/proc/<tid>/schedstat``, stacks
-from ``py-spy --native``):
-
-- **XLA's pool thread.** With one XLA thread per worker (``PJRT_NPROC=1``), every program was
-  handed to a pool thread on the same core: a ``pthread_cond_signal`` per program, ~0.1 ms in
-  this VM, 9% of a rank's main thread. Such workers now run their programs inline
-  (``jax_cpu_enable_async_dispatch=False``): step ~32.5 -> ~25.5 ms.
-- **Barrier.** ``dist.barrier()`` ran a collective program, 2.5 ms; it now waits at the
-  coordinator's barrier, 0.26 ms (the timed step holds one barrier).
-- **Receives posted ahead.** The table posts rank 0's RECV_B(i) just before B(i); posted up to
-  two ahead, a pull waits at the sender and its data moves as soon as it is sent (~1 ms/step).
-- **What is left**, on rank 0's main thread (busy ~80% of the step): compute ~58%, transfer
-  calls ~15% (``pull``, ``await_pull`` and spx's message bookkeeping), other Python ~20%; the
-  transfer library's socket thread wakes ~3000 times a second and waits ~0.1 ms for a core each
-  time. 1F1B on two ranks puts each message's latency on the critical path once per microbatch.
+- **The critical loop of 1F1B on two ranks.** Rank 1 needs F(i+2) right after its B(i+1);
+  rank 0 sends it after receiving rank 1's gradient of microbatch i and running B(i) and
+  F(i+2). Rank 0's work per microbatch (~1.75 ms) leaves ~0.35 ms of slack against rank 1's
+  (~2.1 ms), less than two message latencies plus the host work between them, so rank 1 waits
+  ~0.3-0.8 ms per microbatch.
+- **Message latency** is ~0.2 ms (median) through ``jax.experimental.transfer`` (pull request,
+  the sender's copy, bulk send, receive: five thread hand-offs), with a tail of ~1-2 ms: a
+  sender that starts its next program right after ``await_pull`` delays the copy until that
+  program ends. Yielding or sleeping 0.1-0.4 ms after each send shortened the tail in a
+  microbenchmark but gave no reliable step-time gain (alternated launches within noise).
+- **Host work**: rank 0's main thread spends ~15% of a step in transfer calls and ~20% in
+  other Python; stop 24 removed XLA's pool-thread hand-off (inline programs, ~32.5 -> ~25.5
+  ms), the barrier's collective (2.5 -> 0.26 ms) and late receive posts.
 - **Many cores.** On 16 cores spx-run gives each of 2 workers 8 XLA threads and they dispatch
   asynchronously (0.78); forcing ``PJRT_NPROC=1`` there gave 1.05 / 1.14.
 """
