@@ -48,6 +48,14 @@ BAD = [
         RuntimeError,
     ),
     ("multinomial", lambda m, F: m.multinomial(m.tensor([0.5, np.nan]) * 1.0, 1), RuntimeError),
+    ("bernoulli", lambda m, F: m.bernoulli(m.tensor([0.5, 1.5]) * 1.0), RuntimeError),
+    ("bernoulli (known)", lambda m, F: m.bernoulli(m.tensor([0.5, -0.5])), RuntimeError),
+    (
+        "index_add",
+        lambda m, F: m.zeros(3).index_add(0, m.tensor([1, 2]) * 2, m.ones(2)),
+        (IndexError, RuntimeError),  # torch: IndexError for a 1-d self, RuntimeError for 2-d
+    ),
+    ("take_along_dim", lambda m, F: m.zeros(3).take_along_dim(m.tensor([1, 2]) * 2), RuntimeError),
     (
         "gaussian_nll_loss",
         lambda m, F: F.gaussian_nll_loss(m.ones(2), m.ones(2), m.tensor([1.0, -1.0]) * 1.0),
@@ -82,6 +90,8 @@ GOOD = [
     lambda m, F: m.arange(6.0).reshape(3, 2)[m.tensor([1, 0]) * 2],
     lambda m, F: F.one_hot(m.tensor([1, 0]) * 2, 3),
     lambda m, F: F.binary_cross_entropy(m.tensor([0.25, 0.5]) * 1.0, m.tensor([1.0, 0.0])),
+    lambda m, F: m.bernoulli(m.tensor([0.0, 1.0]) * 1.0),
+    lambda m, F: m.arange(6.0).reshape(2, 3).take_along_dim(m.tensor([[1], [2]]) * 1, dim=1),
 ]
 
 

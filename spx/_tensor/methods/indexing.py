@@ -546,6 +546,8 @@ class IndexingMethods:
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
         d = None if dim is None else _dims.dim(dim, self.ndim)
+        size = self.numel() if d is None else self.shape[d]
+        _check_index_values("take_along_dim", indices, size, 0 if d is None else d)
         return apply(_take_along, (d,), (self, indices))
 
     def take(self, index: Any) -> Any:

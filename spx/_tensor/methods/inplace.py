@@ -76,6 +76,22 @@ def _bernoulli_of(key: Any, probs: Any) -> Any:
     return jax.random.bernoulli(key, p).astype(probs.dtype)
 
 
+def _check_bernoulli(host: np.ndarray) -> None:
+    # NaN fails both comparisons, as in torch.
+    if host.size and not ((host >= 0) & (host <= 1)).all():
+        raise RuntimeError(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false. (bernoulli's "
+            f"probabilities lie in [{host.min()}, {host.max()}]; they must be in [0, 1])"
+        )
+
+
+def _probability_range(p: Any) -> Any:
+    """``[min, max]`` of a pending ``p`` (NaN if it holds one), for :func:`_check_bernoulli`."""
+    if not p.size:
+        return jnp.zeros(2, p.dtype)
+    return jnp.stack([jnp.min(p), jnp.max(p)])
+
+
 def _check_probabilities(host: np.ndarray) -> None:
     if not np.all(np.isfinite(host)) or np.any(host < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -255,6 +271,7 @@ class InplaceMethods:
         if p is not None:
             static = (tuple(self.shape), np.dtype(self.dtype))
             return apply(_bernoulli_p, static, (_key_on(self, generator), p))
+        checks.when_known(self, _check_bernoulli, reduce=_probability_range)
         return apply(_bernoulli_of, (), (_key_on(self, generator), self))
 
     def multinomial(
