@@ -20,22 +20,60 @@ operation was recorded. Values known when the op is recorded (numpy data, a Data
 
 from __future__ import annotations
 
+import linecache
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
+from jax._src.core import trace_state_clean
 
+from spx import _user_code
 from spx._tensor import graph
 
 
 class _Deferred:
-    __slots__ = ("check", "storage", "where")
+    """One check waiting for its value: first the storage that will hold it, then (computed
+    but not ready yet) the array alone, so that the recorded graph behind it can go."""
+
+    __slots__ = ("check", "storage", "value", "where")
 
     def __init__(self, storage: graph.Storage, check: Callable[[np.ndarray], None], where: Any):
-        self.storage = storage
+        self.storage: graph.Storage | None = storage
+        self.value: Any = None
         self.check = check
-        self.where = where
+        self.where = where  # (filename, lineno, function) of the user's line, or None
+
+    def computed(self) -> Any:
+        """The value if a program has computed it, else None."""
+        if self.storage is not None:
+            values = self.storage.node.values
+            if values is None:
+                return None
+            self.value, self.storage = values[self.storage.idx], None
+        return self.value
+
+
+def _user_line() -> tuple[str, int, str] | None:
+    """Where the user's code recorded the op: kept raw, formatted only if the check fails."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if not _user_code.is_library(code.co_filename):
+            return code.co_filename, frame.f_lineno, code.co_name
+        frame = frame.f_back
+    return None
+
+
+def _may_be_traced(storage: graph.Storage) -> bool:
+    # Walking the pending graph is only needed while something traces (spx.compile, spx.func,
+    # a JAX transformation): outside one, a value that leaked from an ended trace fails to
+    # compute, and settle() drops its check.
+    state = graph.STATE
+    if not (state.binding or state.func_modes or not trace_state_clean()):
+        return False
+    return graph.depends_on_tracer(storage.node)
 
 
 def when_known(
@@ -78,7 +116,7 @@ def when_known(
         if not isinstance(value, jax.core.Tracer):
             check(np.asarray(value))
         return
-    if graph.depends_on_tracer(storage.node):
+    if _may_be_traced(storage):
         return
     if reduce is not None:
         from spx._tensor.dispatch import apply
@@ -93,9 +131,7 @@ def when_known(
         # replaces x's storage, not this one, which keeps the value the op read.
         storage = graph.Storage(storage.node, storage.idx)
         graph.note_pending(storage)
-    from spx._user_code import from_stack
-
-    graph.STATE.checks.append(_Deferred(storage, check, from_stack()))
+    graph.STATE.checks.append(_Deferred(storage, check, _user_line()))
 
 
 def run_ready(block: bool = False) -> None:
@@ -111,15 +147,12 @@ def run_ready(block: bool = False) -> None:
     keep: list[_Deferred] = []
     ready: list[tuple[_Deferred, Any]] = []
     for deferred in state.checks:
-        storage = deferred.storage
-        values = storage.node.values
-        if values is None:
+        value = deferred.computed()
+        if value is None:
             keep.append(deferred)
-            continue
-        value = values[storage.idx]
-        if isinstance(value, jax.core.Tracer):
+        elif isinstance(value, jax.core.Tracer):
             continue  # computed inside a transformation: never checked
-        if block or value.is_ready():
+        elif block or value.is_ready():
             ready.append((deferred, value))
         else:
             keep.append(deferred)
@@ -128,9 +161,44 @@ def run_ready(block: bool = False) -> None:
         try:
             deferred.check(np.asarray(value))
         except Exception as e:
-            where = "" if deferred.where is None else f", recorded at:\n{deferred.where}"
             e.add_note(
                 "(spx checked these values once a program had computed them: the operation "
-                f"that needs them was recorded earlier{where})"
+                f"that needs them was recorded earlier{_format(deferred.where)})"
             )
             raise
+
+
+def settle() -> None:
+    """Compute, one by one, the checked values a combined program left out.
+
+    :func:`spx._tensor.program.run` falls back to computing only the values it was asked for
+    when the others cannot join one program (values on several devices, a value recorded in
+    a trace that has ended). A checked value is never asked for by anyone else: compute it on
+    its own here, and drop its check if it cannot be computed at all.
+    """
+    from spx._tensor.program import run
+
+    state = graph.STATE
+    left_out = [d for d in state.checks if d.computed() is None]
+    if not left_out:
+        return
+    # Set the list aside while computing: a failure here is the value's, not a check's.
+    kept, state.checks = state.checks, []
+    try:
+        for deferred in left_out:
+            try:
+                run([deferred.storage], with_pending=False)
+            except Exception:
+                kept = [d for d in kept if d is not deferred]
+    finally:
+        state.checks = kept + state.checks
+    run_ready()
+
+
+def _format(where: tuple[str, int, str] | None) -> str:
+    if where is None:
+        return ""
+    filename, lineno, function = where
+    line = linecache.getline(filename, lineno).strip()
+    text = f'File "{filename}", line {lineno}, in {function}'
+    return f", recorded at:\n{text}\n    {line}" if line else f", recorded at:\n{text}"

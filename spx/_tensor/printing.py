@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 from spx import _validate
+from spx._tensor import checks
 
 __all__ = ["get_printoptions", "printoptions", "set_printoptions", "tensor_repr"]
 
@@ -328,6 +329,7 @@ def tensor_repr(t: Any) -> str:
     prefix = "tensor("
     indent = len(prefix)
     value = t._value()
+    checks.run_ready(block=True)  # printing reads the values on the host
     suffixes = []
     device = _single_device(value)
     if device is not None and device.platform != "cpu":

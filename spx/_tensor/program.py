@@ -505,10 +505,12 @@ def run(
         # traceback) can never be computed, and values on another device cannot share one
         # program. Compute what is needed now; the others are computed when they are read
         # (and only their own reader sees an error).
-        return run(
+        out = run(
             wanted, roots, cotangents, cuts, accumulate, retain_graph, False, retained, stops,
             walked,
         )  # fmt: skip
+        checks.settle()  # the checked values the combined program left out
+        return out
     it = iter(values)
     for node in targets:
         node.values = tuple(next(it) for _ in node.avals)

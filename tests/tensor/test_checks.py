@@ -142,3 +142,42 @@ def test_traced_values_are_not_checked():
     out = lookup(spx.arange(3.0), spx.tensor([2]))
     assert out.tolist() == [2.0]
     assert not graph.STATE.checks
+
+
+def _slow_bad_index():
+    # An index behind a large matmul: not computed yet when the program's call returns.
+    big = spx.ones(1500, 1500)
+    return ((big @ big)[:2, 0] * 0).long() + 4  # 4: out of range for 3 rows
+
+
+@pytest.mark.parametrize("read", [repr, lambda s: bool(s > 0), str])
+def test_printing_and_branching_run_the_pending_checks_first(read):
+    s = spx.arange(6.0).reshape(3, 2)[_slow_bad_index()].sum()
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        read(s)
+    assert not graph.STATE.checks
+
+
+def test_a_check_left_out_of_a_combined_program_still_runs():
+    # Values on two devices cannot join one program: spx computes what is read and, on its
+    # own, the checked value the combined program left out.
+    import jax
+
+    d0, d1 = jax.devices()[:2]
+    rows = spx.ones(3, 2).to(d1)[spx.tensor([1, 2]).to(d1) * 2]
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        (spx.tensor([1.0]).to(d0) * 3).item()
+        rows.tolist()
+    assert not graph.STATE.checks
+
+
+def test_checks_do_not_pile_up_over_a_loop_of_steps():
+    from spx._tensor import program
+
+    table = spx.ones(10, 4)
+    sizes = []
+    for step in range(30):
+        index = spx.tensor([step % 10, 3]) * 1  # pending, in range
+        (table[index].sum() * 2).item() if step % 10 == 9 else program.flush()
+        sizes.append(len(graph.STATE.checks))
+    assert max(sizes) <= 2, sizes

@@ -442,6 +442,7 @@ class ConvertMethods:
 
     def __bool__(self) -> bool:
         value = self._value()
+        checks.run_ready(block=True)  # Python branches on the value: as a host read
         if isinstance(value, jax.core.Tracer):
             # Python control flow on a traced value: JAX's own error, which spx.compile's
             # diagnostics turn into one at the user's line with the fix.
