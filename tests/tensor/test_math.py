@@ -479,6 +479,25 @@ def test_integer_pow_with_negative_exponents():
     check(lambda m, x, y: m.pow(x, y), base.astype(np.int8), exp.astype(np.int8))
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: x**-1, lambda m, x: x.pow(-2), lambda m, x: m.pow(x, -1),
+        lambda m, x: x.clone().pow_(-1), lambda m, x: x.to(m.uint8) ** -1,
+        lambda m, x: x.bool() ** -1, lambda m, x: x[:0] ** -1,
+    ],
+)  # fmt: skip
+def test_integer_tensor_to_a_negative_number_raises_as_torch(fn):
+    # XLA gives 0 (1 for a base of 1); torch refuses a negative Python-number exponent.
+    check_raises(fn, np.array([2, 3, 1], np.int64), error=RuntimeError)
+
+
+def test_negative_tensor_exponents_and_float_bases_do_not_raise():
+    check(lambda m, x: 2 ** (x * -1), np.array([1, 2], np.int64))
+    check(lambda m, x: x.float() ** -1, np.array([2, 4], np.int64))
+    check(lambda m, x: x**-1.0, np.array([2, 4], np.int64))
+
+
 def test_bool_pow_follows_torch():
     # torch has no Bool pow kernel: bool ** bool tensor and a bool base raise; a number
     # exponent is special-cased (x ** True is x, x ** False all True) and stays bool. spx gave

@@ -719,20 +719,38 @@ def _unary_method(name: str, fn: Any) -> Any:
     return method
 
 
-# Integer division by zero: torch raises, XLA returns a number (see _check_divisor).
-_DIVISIONS = {
-    "floor_divide": "division", "remainder": "modulo", "fmod": "modulo",
-    "__floordiv__": "division", "__mod__": "modulo", "__rfloordiv__": "division",
-    "__rmod__": "modulo",
+def _check_exponent(x: Any, y: Any) -> None:
+    """torch's error for an integer tensor raised to a negative integer *number* (XLA gives
+    0, or 1 for a base of 1; torch gives 0 for a tensor exponent too, and so does spx)."""
+    if isinstance(y, bool) or not isinstance(y, int | np.integer) or y >= 0:
+        return
+    if hasattr(x, "dtype") and _integral(x):
+        raise RuntimeError(
+            f"Integers to negative integer powers are not allowed. (x ** {y} on a tensor of "
+            f"dtype {x.dtype}: compute in floats, x.float() ** {y})"
+        )
+
+
+def _divisor_check(what: str) -> Any:
+    return lambda x, y: _check_divisor(x, y, what)
+
+
+# Value checks torch makes before these ops, by method name; called as check(x, y) with the
+# operands in the op's order (a reflected ``5 // t`` checks t as the divisor).
+_PRECHECKS = {
+    "floor_divide": _divisor_check("division"), "remainder": _divisor_check("modulo"),
+    "fmod": _divisor_check("modulo"), "__floordiv__": _divisor_check("division"),
+    "__mod__": _divisor_check("modulo"), "__rfloordiv__": _divisor_check("division"),
+    "__rmod__": _divisor_check("modulo"), "pow": _check_exponent, "__pow__": _check_exponent,
 }  # fmt: skip
 
 
 def _binary_method(name: str, fn: Any) -> Any:
-    if name in _DIVISIONS:
-        what = _DIVISIONS[name]
+    check = _PRECHECKS.get(name)
+    if check is not None:
 
         def method(self: Any, other: Any) -> Any:
-            _check_divisor(self, other, what)
+            check(self, other)
             return apply(fn, (), (self, other))
 
     else:
@@ -746,22 +764,22 @@ def _binary_method(name: str, fn: Any) -> Any:
 
 
 def _operator(name: str, fn: Any, reflected: bool) -> Any:
-    what = _DIVISIONS.get(name)
+    check = _PRECHECKS.get(name)
     if reflected:
 
         def method(self: Any, other: Any) -> Any:
             if not _checked(other):
                 return NotImplemented
-            if what is not None:
-                _check_divisor(other, self, what)
+            if check is not None:
+                check(other, self)
             return apply(fn, (), (other, self))
 
-    elif what is not None:
+    elif check is not None:
 
         def method(self: Any, other: Any) -> Any:
             if not _checked(other):
                 return NotImplemented
-            _check_divisor(self, other, what)
+            check(self, other)
             return apply(fn, (), (self, other))
 
     else:
