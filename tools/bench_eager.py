@@ -61,13 +61,14 @@ def load_example(framework: str) -> object:
         source = f.read()
     if framework != "spx":
         source = re.sub(r"\bspx\b", framework, source)
-    path = os.path.join(tempfile.mkdtemp(), f"nanogpt_{framework}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location(f"nanogpt_{framework}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as tmp:  # the module needs its file only to load
+        path = os.path.join(tmp, f"nanogpt_{framework}.py")
+        with open(path, "w") as f:
+            f.write(source)
+        spec = importlib.util.spec_from_file_location(f"nanogpt_{framework}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses resolve annotations through it
+        spec.loader.exec_module(module)
     return module
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pathlib
 import pickle
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -96,4 +97,5 @@ def _run_batch(module: str, nprocs: int) -> dict[str, Any]:
     for r in range(nprocs):
         path = out_dir / f"rank{r}.pkl"
         ranks.append(pickle.loads(path.read_bytes()) if path.exists() else {})
+    shutil.rmtree(out_dir, ignore_errors=True)
     return {"ranks": ranks, "log": _procs.logs(runs), "runs": runs}

@@ -150,14 +150,12 @@ def test_tail_log_waits_for_whole_lines(tmp_path):
     assert out.getvalue() == "[default3]:hello\n[default3]:wor\n"
 
 
-def test_logs_specs_layout_matches_torchs():
+def test_logs_specs_layout_matches_torchs(tmp_path):
     pytest.importorskip("torch")
-    import tempfile
-
     from torch.distributed.elastic.multiprocessing.api import DefaultLogsSpecs
     from torch.distributed.elastic.multiprocessing.api import Std as TStd
 
-    base = tempfile.mkdtemp()
+    base = str(tmp_path)
 
     def envs():
         return {r: {"TORCHELASTIC_RUN_ID": "j", "TORCHELASTIC_RESTART_COUNT": "2"} for r in (0, 1)}
