@@ -22,6 +22,7 @@ from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.linalg import LinalgMethods, _checked
+from spx._validate import is_int
 
 
 def _category(dtype: Any) -> int:
@@ -722,7 +723,9 @@ def _unary_method(name: str, fn: Any) -> Any:
 def _check_exponent(x: Any, y: Any) -> None:
     """torch's error for an integer tensor raised to a negative integer *number* (XLA gives
     0, or 1 for a base of 1; torch gives 0 for a tensor exponent too, and so does spx)."""
-    if isinstance(y, bool) or not isinstance(y, int | np.integer) or y >= 0:
+    # A Python or numpy integer, not a bool (is_int) and not a tensor or array (which torch
+    # accepts: 0 for a negative entry).
+    if not (isinstance(y, int | np.integer) and is_int(y)) or y >= 0:
         return
     if hasattr(x, "dtype") and _integral(x):
         raise RuntimeError(
