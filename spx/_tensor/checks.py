@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax._src.core import trace_state_clean
 
@@ -79,6 +80,40 @@ def _may_be_traced(storage: graph.Storage) -> bool:
     return graph.depends_on_tracer(storage.node)
 
 
+def known_value(x: Any) -> np.ndarray | None:
+    """``x``'s values on the host if they are known without computing anything, else None.
+
+    For the checks torch makes on values (class indices in range) as an op runs: numpy data,
+    a computed ``jax.Array``, or a Tensor whose value is already computed (a batch from a
+    DataLoader, ``spx.tensor(...)``). A Tensor still pending, a tracer or any other object
+    gives None: checking it would cost a computation (or is impossible under a
+    transformation); :func:`when_known` checks a pending Tensor once it is computed.
+
+    Example:
+        >>> known_value(np.array([1, 2]))
+        array([1, 2])
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "_ref"):  # an spx.Tensor: look at its storage without computing it
+        storage = x._cur()
+        values = storage.node.values
+        if values is None:
+            return None
+        x = values[storage.idx]
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        return np.asarray(x)
+    return None
+
+
+def value_range(x: jax.Array) -> jax.Array:
+    """``[min, max]`` of ``x`` (NaN if it holds one; ``[0, 0]`` if it is empty): the
+    ``reduce`` of :func:`when_known` for checks of a range (probabilities, variances)."""
+    if not x.size:
+        return jnp.zeros(2, x.dtype)
+    return jnp.stack([jnp.min(x), jnp.max(x)])
+
+
 def when_known(
     x: Any,
     check: Callable[[np.ndarray], None],
@@ -100,26 +135,17 @@ def when_known(
         ...         raise IndexError("index out of range")
         >>> when_known(np.array([0, 2]), in_range)
     """
-    if isinstance(x, np.ndarray):
-        check(x)
-        return
-    if isinstance(x, jax.Array):
-        if not isinstance(x, jax.core.Tracer):
-            check(np.asarray(x))
-        return
     if isinstance(x, list | tuple | int | np.generic):
         check(np.asarray(x))
         return
+    host = known_value(x)
+    if host is not None:
+        check(host)
+        return
     if not hasattr(x, "_ref"):
-        return
+        return  # a tracer
     storage = x._cur()
-    values = storage.node.values
-    if values is not None:
-        value = values[storage.idx]
-        if not isinstance(value, jax.core.Tracer):
-            check(np.asarray(value))
-        return
-    if _may_be_traced(storage):
+    if storage.node.values is not None or _may_be_traced(storage):
         return
     if reduce is not None:
         from spx._tensor.dispatch import apply

@@ -276,21 +276,10 @@ def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
 
 
-def _host(obj: Any, compute: bool = False) -> np.ndarray | None:
-    """The value of an index when it is cheaply available on the host (or, with ``compute``,
-    computed now), else None; None for a traced value in any case."""
-    if hasattr(obj, "_ref") and compute:
-        value = obj._value()
-        return None if isinstance(value, jax.core.Tracer) else np.asarray(value)
-    if hasattr(obj, "_ref"):
-        s = obj._cur()
-        values = s.node.values
-        if values is None or isinstance(values[s.idx], jax.core.Tracer):
-            return None
-        return np.asarray(values[s.idx])
-    if isinstance(obj, jax.core.Tracer):
-        return None
-    return np.asarray(obj)
+def _mask_values(mask: Any) -> np.ndarray | None:
+    """A boolean mask's values on the host (computed now if pending); None if traced."""
+    value = mask._value() if hasattr(mask, "_ref") else mask
+    return None if isinstance(value, jax.core.Tracer) else np.asarray(value)
 
 
 def _bounds_check(n: int, axis: int) -> Any:
@@ -411,7 +400,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
             if isinstance(e, bool | list):
                 arr = np.asarray(e)
             if np.dtype(_dtype_of(arr)) == np.bool_:
-                host = _host(arr, compute=True)
+                host = _mask_values(arr)
                 if host is None:
                     # The result's shape depends on the mask's values, which a trace does not
                     # have: JAX's own error (spx.compile names the user's line and the fix).

@@ -85,13 +85,6 @@ def _check_bernoulli(host: np.ndarray) -> None:
         )
 
 
-def _probability_range(p: Any) -> Any:
-    """``[min, max]`` of a pending ``p`` (NaN if it holds one), for :func:`_check_bernoulli`."""
-    if not p.size:
-        return jnp.zeros(2, p.dtype)
-    return jnp.stack([jnp.min(p), jnp.max(p)])
-
-
 def _check_probabilities(host: np.ndarray) -> None:
     if not np.all(np.isfinite(host)) or np.any(host < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -271,7 +264,7 @@ class InplaceMethods:
         if p is not None:
             static = (tuple(self.shape), np.dtype(self.dtype))
             return apply(_bernoulli_p, static, (_key_on(self, generator), p))
-        checks.when_known(self, _check_bernoulli, reduce=_probability_range)
+        checks.when_known(self, _check_bernoulli, reduce=checks.value_range)
         return apply(_bernoulli_of, (), (_key_on(self, generator), self))
 
     def multinomial(

@@ -177,7 +177,7 @@ def _integral(x: Any) -> bool:
     if isinstance(x, bool | int | np.integer | np.bool_):
         return True
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and (dtype == jnp.bool_ or jnp.issubdtype(dtype, jnp.integer))
+    return dtype is not None and _category(dtype) <= 1  # bool or integer
 
 
 def _check_divisor(x: Any, y: Any, name: str) -> None:

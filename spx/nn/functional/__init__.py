@@ -40,7 +40,6 @@ from spx.nn.functional import pooling as _pooling
 from spx.nn.functional import shape as _shape
 from spx.nn.functional import sparse as _sparse
 from spx.nn.functional import upsampling as _upsampling
-from spx.nn.functional._utils import known_value as _known_value
 from spx.nn.functional.normalization import BatchNormResult as BatchNormResult
 
 
@@ -227,7 +226,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Any:
     # and so does spx, before recording. Known values are range-checked as torch does.
     if num_classes == -1 and hasattr(tensor, "_ref"):
         tensor._value()  # computes a pending tensor (a traced one stays unknown)
-    values = _known_value(tensor)
+    values = _checks.known_value(tensor)
     if values is not None and _np.issubdtype(values.dtype, _np.integer):
         if num_classes == -1:
             num_classes = int(values.max()) + 1 if values.size else 0
@@ -284,7 +283,9 @@ def binary_cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> 
     # belongs would otherwise give NaN or a wrong loss. Pending values (a model's output always
     # is) are checked once computed, through their lowest and highest entries.
     for name, value in (("input", input), ("target", target)):
-        _checks.when_known(value, functools.partial(_check_probabilities, name), _value_range)
+        _checks.when_known(
+            value, functools.partial(_check_probabilities, name), _checks.value_range
+        )
     return _binary_cross_entropy_op(input, target, *args, **kwargs)
 
 
@@ -295,13 +296,6 @@ def _check_probabilities(name: str, values: Any) -> None:
             f"{name} values in [{values.min()}, {values.max()}]); for logits use "
             "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss)"
         )
-
-
-def _value_range(x: Any) -> Any:
-    """``[min, max]`` of ``x`` (NaN if it holds one; ``[0, 0]`` if it is empty)."""
-    if not x.size:
-        return _jnp.zeros(2, x.dtype)
-    return _jnp.stack([_jnp.min(x), _jnp.max(x)])
 
 
 binary_cross_entropy_with_logits = _recorded(_loss.binary_cross_entropy_with_logits)
@@ -321,7 +315,7 @@ _multilabel_margin_loss_op = _recorded(_margin_loss.multilabel_margin_loss)
 
 @functools.wraps(_margin_loss.gaussian_nll_loss)
 def gaussian_nll_loss(input: Any, target: Any, var: Any, *args: Any, **kwargs: Any) -> Any:
-    _checks.when_known(var, _check_variance, _value_range)
+    _checks.when_known(var, _check_variance, _checks.value_range)
     return _gaussian_nll_loss_op(input, target, var, *args, **kwargs)
 
 
@@ -457,7 +451,7 @@ def _max_unpool(fn: Callable, nd: int) -> Callable:
         padding: Any = 0,
         output_size: Any = None,
     ) -> Any:
-        values = _known_value(indices)
+        values = _checks.known_value(indices)
         shape = getattr(input, "shape", None)
         if values is not None and shape is not None and len(shape) >= nd:
             sizes, *_ = _pool_indices.unpool_output_size(

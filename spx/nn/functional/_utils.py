@@ -12,7 +12,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from spx import _user_code, _validate
 from spx import random as spx_random
@@ -104,27 +103,6 @@ def resolve_key(key: Any) -> jax.Array:
 def is_concrete(x: jax.Array) -> bool:
     """Whether ``x`` holds known values (not a tracer inside ``jit``/``grad``/``vmap``)."""
     return not isinstance(x, jax.core.Tracer)
-
-
-def known_value(x: Any) -> np.ndarray | None:
-    """``x``'s values on the host if they are known without computing anything, else None.
-
-    For the checks torch makes on values (class indices in range) before an op is recorded:
-    numpy data, a computed ``jax.Array``, or a Tensor whose value is already computed (a batch
-    from a DataLoader, ``spx.tensor(...)``). A Tensor still pending, or a tracer, gives None:
-    checking it would cost a computation (or is impossible under a transformation).
-    """
-    if isinstance(x, np.ndarray):
-        return x
-    if hasattr(x, "_ref"):  # an spx.Tensor: look at its storage without computing it
-        storage = x._cur()
-        values = storage.node.values
-        if values is None:
-            return None
-        x = values[storage.idx]
-    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
-        return np.asarray(x)
-    return None
 
 
 def vector_norm(x: jax.Array, p: float, dim: int) -> jax.Array:

@@ -36,8 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor.checks import known_value
 from spx._tensor.recorded import recorded
-from spx.nn.functional._utils import check_reduction, known_value
+from spx.nn.functional._utils import check_reduction
 
 Array = jax.Array
 

@@ -37,10 +37,10 @@ import numpy as np
 
 from spx import _user_code
 from spx._tensor import checks
+from spx._tensor.checks import known_value
 from spx._tensor.grad_mode import no_grad
 from spx._tensor.recorded import recorded
 from spx._tensor.tensor import Tensor
-from spx.nn.functional._utils import known_value
 
 Array = jax.Array
 

@@ -29,9 +29,9 @@ import numpy as np
 
 import spx
 from spx import _validate
+from spx._tensor.checks import known_value
 from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
-from spx.nn.functional._utils import known_value
 from spx.nn.module import Module
 from spx.nn.modules.container import ModuleList, Sequential
 from spx.nn.modules.linear import Linear
