@@ -21,6 +21,14 @@ def _sync(out):
     return out
 
 
+def _lp(m):  # ctc_loss's log_probs (T=6, N=2, C=4), the same values in both
+    return m.tensor(np.log(np.full((6, 2, 4), 0.25, np.float32)))
+
+
+def _ctc_targets(m):  # padded ctc targets (N=2, S=2)
+    return m.tensor([[1, 2], [3, 1]])
+
+
 # (name, fn(module, functional) -> result); every index/probability is computed (`* 2`, `* 1.0`).
 BAD = [
     ("embedding", lambda m, F: F.embedding(m.tensor([0, 3]) * 2, m.ones(5, 3)), IndexError),
@@ -71,6 +79,33 @@ BAD = [
         lambda m, F: F.multi_margin_loss(m.ones(2, 3), m.tensor([1, 2]) * 2),
         RuntimeError,
     ),
+    (
+        "max_unpool2d",
+        lambda m, F: F.max_unpool2d(m.ones(1, 1, 2, 2), m.tensor([[[[0, 1], [2, 9]]]]) * 2, 2),
+        RuntimeError,
+    ),
+    (
+        "ctc_loss input_lengths > T",
+        lambda m, F: F.ctc_loss(_lp(m), _ctc_targets(m), m.tensor([7, 5]) * 1, m.tensor([2, 1])),
+        RuntimeError,
+    ),
+    (
+        "ctc_loss target_lengths > S",
+        lambda m, F: F.ctc_loss(_lp(m), _ctc_targets(m), m.tensor([6, 5]), m.tensor([3, 1]) * 1),
+        RuntimeError,
+    ),
+    (
+        "ctc_loss target_lengths < 0",
+        lambda m, F: F.ctc_loss(_lp(m), _ctc_targets(m), m.tensor([6, 5]), m.tensor([-1, 1]) * 1),
+        RuntimeError,
+    ),
+    (
+        "ctc_loss concatenated targets != sum(target_lengths)",
+        lambda m, F: F.ctc_loss(
+            _lp(m), m.tensor([1, 2, 3]), m.tensor([6, 5]), m.tensor([2, 2]) * 1
+        ),
+        RuntimeError,
+    ),
 ]
 
 
@@ -92,6 +127,15 @@ GOOD = [
     lambda m, F: F.binary_cross_entropy(m.tensor([0.25, 0.5]) * 1.0, m.tensor([1.0, 0.0])),
     lambda m, F: m.bernoulli(m.tensor([0.0, 1.0]) * 1.0),
     lambda m, F: m.arange(6.0).reshape(2, 3).take_along_dim(m.tensor([[1], [2]]) * 1, dim=1),
+    lambda m, F: F.max_unpool2d(
+        m.arange(4.0).reshape(1, 1, 2, 2), m.tensor([[[[0, 3], [9, 14]]]]) * 1, 2
+    ),
+    lambda m, F: F.ctc_loss(
+        _lp(m), m.tensor([[0, 1, 2], [0, 3, 1]])[:, 1:], m.tensor([6, 5]) * 1, m.tensor([2, 1]) * 1
+    ),
+    lambda m, F: F.ctc_loss(
+        _lp(m), m.tensor([1, 2, 3]) * 1, m.tensor([6, 5]), m.tensor([2, 1]) * 1
+    ),
 ]
 
 
@@ -131,6 +175,24 @@ def test_a_training_step_raises_when_its_program_runs():
     with pytest.raises(IndexError, match="target 8 is out of bounds for 6 classes"):
         loss.backward()
         _sync(None)
+
+
+def test_a_pending_ctc_label_out_of_range_raises_as_a_known_one_does():
+    # torch reads a label outside [0, C) as garbage (no error on CPU); spx raises the IndexError
+    # it raises for a known label, for a label computed in the same step (batch[:, 1:]) too.
+    lp = _lp(spx)
+    with pytest.raises(IndexError, match="target label 9 is out of range"):
+        SF.ctc_loss(lp, spx.tensor([[1, 9], [3, 1]]), (6, 5), (2, 1))
+    targets = spx.tensor([[0, 1, 9, 2], [0, 3, 1, 1]])[:, 1:]  # pending; 9 is a used label
+    with pytest.raises(IndexError, match="target label 9 is out of range"):
+        _sync(SF.ctc_loss(lp, targets, (6, 5), (2, 1)))
+    # Past a sample's target length the padding is not a label: not checked (torch ignores it).
+    targets = spx.tensor([[0, 1, 2, 9], [0, 3, 1, 1]])[:, 1:]
+    expected = TF.ctc_loss(_lp(torch), torch.tensor([[1, 2, 0], [3, 0, 0]]), (6, 5), (2, 1))
+    np.testing.assert_allclose(
+        _sync(SF.ctc_loss(lp, targets, (6, 5), (2, 1))).item(), expected.item(), rtol=1e-5
+    )
+    assert not graph.STATE.checks
 
 
 def test_traced_values_are_not_checked():

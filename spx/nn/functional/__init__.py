@@ -438,7 +438,9 @@ adaptive_max_pool3d_with_indices = _recorded(_pool_indices.adaptive_max_pool3d_w
 
 
 def _max_unpool(fn: Callable, nd: int) -> Callable:
-    """``fn`` recorded, with torch's eager range check of the indices when they are known."""
+    """``fn`` recorded, with torch's range check of the indices: at once if they are known,
+    else once computed, on their min and max (the pool that made them usually ran in the same
+    recorded step)."""
     record = _recorded(fn)
     name = fn.__name__
 
@@ -451,13 +453,13 @@ def _max_unpool(fn: Callable, nd: int) -> Callable:
         padding: Any = 0,
         output_size: Any = None,
     ) -> Any:
-        values = _checks.known_value(indices)
         shape = getattr(input, "shape", None)
-        if values is not None and shape is not None and len(shape) >= nd:
+        if shape is not None and len(shape) >= nd:
             sizes, *_ = _pool_indices.unpool_output_size(
                 shape, kernel_size, stride, padding, output_size, nd, name
             )
-            _pool_indices.check_unpool_indices(values, sizes, name)
+            check = functools.partial(_pool_indices.check_unpool_indices, spatial=sizes, name=name)
+            _checks.when_known(indices, check, _checks.value_range)
         return record(input, indices, kernel_size, stride, padding, output_size)
 
     return wrapper

@@ -19,9 +19,10 @@ on its frames; ``zero_infinity=True`` makes both zero.
 **Targets** are ``(N, S)`` padded (entries past each ``target_length`` are ignored) or 1-D
 concatenated ``(sum(target_lengths),)``. For the concatenated form the padded width is the
 largest target length when the lengths are known on the host (a tuple, numpy or a computed
-Tensor), else the total length (correct, just more work). Lengths and label values that are
-known are checked as torch checks them; inside ``jit`` they cannot be, and an out-of-range
-label gives a NaN loss instead.
+Tensor), else the total length (correct, just more work). Lengths and label values are
+checked as torch checks them: at once when they are known, else once the program computing
+them has run (:mod:`spx._tensor.checks`; ``targets = batch[:, 1:]`` in the same step).
+Inside ``spx.compile`` they cannot be, and an out-of-range label gives a NaN loss instead.
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.ctc_loss.html
 """
@@ -36,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx._tensor.checks import known_value
+from spx._tensor.checks import known_value, when_known
 from spx._tensor.recorded import recorded
 from spx.nn.functional._utils import check_reduction
 
@@ -72,7 +73,8 @@ def ctc_loss(
 
     Raises:
         RuntimeError: bad shapes, lengths or ``blank``, as torch (with the value and the fix).
-        IndexError: a known label outside ``[0, C)``.
+        IndexError: a label outside ``[0, C)`` (torch reads garbage there), raised at once or,
+            for a pending value, once computed.
 
     Example:
         >>> import spx
@@ -98,34 +100,28 @@ def ctc_loss(
         raise RuntimeError(
             f"ctc_loss: targets must be (N, S) padded or 1-D concatenated, got shape {tg_shape}"
         )
-    input_lengths, il = _lengths(input_lengths, "input_lengths", batch)
+    input_lengths, _ = _lengths(input_lengths, "input_lengths", batch)
     target_lengths, tl = _lengths(target_lengths, "target_lengths", batch)
-    if il is not None:
-        _check_range(il, "input_lengths", 0, time, f"log_probs has T={time} frames")
-    if tl is not None:
-        _check_range(tl, "target_lengths", 0, None, "")
-    if len(tg_shape) == 2:
-        if tg_shape[0] != batch:
-            raise RuntimeError(
-                f"ctc_loss: padded targets must be (N={batch}, S), got shape {tg_shape}"
-            )
-        width = tg_shape[1]
-        if tl is not None and tl.size and tl.max() > width:
-            raise RuntimeError(
-                f"ctc_loss: target_lengths has value {int(tl.max())} but the padded targets "
-                f"hold only S={width} labels per sample (shape {tg_shape}); pad the targets "
-                "to the longest target or fix target_lengths"
-            )
-    elif tl is not None:
-        if int(tl.sum()) != tg_shape[0]:
-            raise RuntimeError(
-                f"ctc_loss: concatenated targets must hold sum(target_lengths) = {int(tl.sum())} "
-                f"labels, got {tg_shape[0]}; pass targets as (N, S) if they are padded"
-            )
-        width = int(tl.max()) if tl.size else 0
-    else:
-        width = tg_shape[0]  # an upper bound for the longest target: correct, more work
-    _check_labels(targets, tl, classes)
+    padded = len(tg_shape) == 2
+    if padded and tg_shape[0] != batch:
+        raise RuntimeError(f"ctc_loss: padded targets must be (N={batch}, S), got shape {tg_shape}")
+    check = functools.partial(
+        _check_values, targets, input_lengths, target_lengths, time, classes, tg_shape
+    )
+    check()
+    pending = [
+        x
+        for x in (targets, input_lengths, target_lengths)
+        if known_value(x) is None and not isinstance(x, list | tuple)
+    ]
+    if pending:
+        # A value computed in the same recorded step (targets = batch[:, 1:]): checked once the
+        # step's program has computed it (spx._tensor.checks), the others read then.
+        when_known(pending[-1], lambda _: check())
+    # Concatenated targets: the largest target length if known, else the total length
+    # (correct, more work).
+    longest = int(tl.max()) if tl is not None and tl.size else tg_shape[0]
+    width = tg_shape[1] if padded else longest
     return _ctc_loss_op(
         log_probs, targets, input_lengths, target_lengths, blank, reduction,
         bool(zero_infinity), width,
@@ -161,6 +157,41 @@ def _lengths(value: Any, name: str, batch: int) -> tuple[Any, np.ndarray | None]
     return value, None if known is None else np.asarray(known).reshape(-1)
 
 
+def _check_values(
+    targets: Any,
+    input_lengths: Any,
+    target_lengths: Any,
+    time: int,
+    classes: int,
+    tg_shape: tuple[int, ...],
+) -> None:
+    """torch's checks of the lengths and the labels, on those whose values are known."""
+    il, tl = _known_flat(input_lengths), _known_flat(target_lengths)
+    if il is not None:
+        _check_range(il, "input_lengths", 0, time, f"log_probs has T={time} frames")
+    if tl is not None:
+        _check_range(tl, "target_lengths", 0, None, "")
+        if len(tg_shape) == 2:
+            if tl.size and tl.max() > tg_shape[1]:
+                raise RuntimeError(
+                    f"ctc_loss: target_lengths has value {int(tl.max())} but the padded "
+                    f"targets hold only S={tg_shape[1]} labels per sample (shape {tg_shape}); "
+                    "pad the targets to the longest target or fix target_lengths"
+                )
+        elif int(tl.sum()) != tg_shape[0]:
+            raise RuntimeError(
+                f"ctc_loss: concatenated targets must hold sum(target_lengths) = "
+                f"{int(tl.sum())} labels, got {tg_shape[0]}; pass targets as (N, S) if they "
+                "are padded"
+            )
+    _check_labels(targets, tl, classes)
+
+
+def _known_flat(value: Any) -> np.ndarray | None:
+    known = np.asarray(value) if isinstance(value, list | tuple) else known_value(value)
+    return None if known is None else np.asarray(known).reshape(-1)
+
+
 def _check_range(values: np.ndarray, name: str, low: int, high: int | None, why: str) -> None:
     for n, v in enumerate(values.tolist()):
         if v < low or (high is not None and v > high):
@@ -171,7 +202,7 @@ def _check_range(values: np.ndarray, name: str, low: int, high: int | None, why:
 
 
 def _check_labels(targets: Any, tl: np.ndarray | None, classes: int) -> None:
-    """torch reads labels outside ``[0, C)`` as garbage; spx raises when they are known."""
+    """torch reads labels outside ``[0, C)`` as garbage; spx raises (if they are known)."""
     values = known_value(targets) if not isinstance(targets, list | tuple) else None
     if values is None or values.size == 0:
         return
