@@ -62,10 +62,15 @@ def _kind(dtype: Any) -> str:
 def _entry_problem(key: str, value: Any, spec: jax.ShapeDtypeStruct) -> str | None:
     if value is None:
         return None  # torch writes None for a buffer it has not created yet
-    try:
-        array = value if isinstance(value, jax.Array) else np.asarray(value)
-    except Exception:
-        return f"entry {key!r} is a {type(value).__name__}, not an array"
+    if isinstance(value, jax.Array) or hasattr(value, "_ref"):
+        # An array or an spx.Tensor: shape and dtype without reading the values (a Tensor's
+        # read would run pending value checks, whose errors are not this entry's problem).
+        array = value
+    else:
+        try:
+            array = np.asarray(value)
+        except Exception:
+            return f"entry {key!r} is a {type(value).__name__}, not an array"
     shape, dtype = tuple(array.shape), array.dtype
     if shape != tuple(spec.shape):
         return (
