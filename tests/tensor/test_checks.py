@@ -61,7 +61,17 @@ BAD = [
     (
         "index_add",
         lambda m, F: m.zeros(3).index_add(0, m.tensor([1, 2]) * 2, m.ones(2)),
-        (IndexError, RuntimeError),  # torch: IndexError for a 1-d self, RuntimeError for 2-d
+        IndexError,  # torch: IndexError for a 1-d self, RuntimeError for 2-d
+    ),
+    (
+        "index_add 2-d",
+        lambda m, F: m.zeros(3, 2).index_add(0, m.tensor([1, 2]) * 2, m.ones(2, 2)),
+        RuntimeError,
+    ),
+    (
+        "index_add (known)",
+        lambda m, F: m.zeros(3).index_add(0, m.tensor([5]), m.ones(1)),
+        IndexError,
     ),
     ("take_along_dim", lambda m, F: m.zeros(3).take_along_dim(m.tensor([1, 2]) * 2), RuntimeError),
     (

@@ -222,11 +222,13 @@ def _check_index_values(
     *,
     negative: bool = False,
     error: type[Exception] = RuntimeError,
+    one_d: bool = False,
 ) -> None:
     """torch's error for index values outside ``[0, size)`` (``[-size, size)`` with
     ``negative``): at once when the index's value is known (a DataLoader batch,
     ``spx.tensor(...)``), else once it is computed (:mod:`spx._tensor.checks`; a traced index
-    is not checked)."""
+    is not checked). ``one_d``: the indexed tensor is a vector (index_add raises torch's
+    IndexError there, its RuntimeError otherwise)."""
 
     def check(host: np.ndarray) -> None:
         if not host.size or not np.issubdtype(host.dtype, np.integer):
@@ -240,7 +242,8 @@ def _check_index_values(
             raise IndexError(
                 f"out of range: tried to access index {value} on a tensor of {size} elements."
             )
-        if what == "index_select":
+        if what == "index_select" or (what == "index_add" and one_d):
+            # torch's 1-d kernels (index_add of a vector included) raise this IndexError.
             raise IndexError(
                 f"index out of range in self: index {value} for dimension {dim} with size {size}"
             )
@@ -584,7 +587,7 @@ class IndexingMethods:
     def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
         d = _dims.dim(dim, self.ndim)
         _check_vector_index("index_add_", index)
-        _check_index_values("index_add", index, self.shape[d], d)
+        _check_index_values("index_add", index, self.shape[d], d, one_d=self.ndim <= 1)
         return apply(_index_update, (d, "add"), (self, index, source, alpha))
 
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
