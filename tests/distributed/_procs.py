@@ -10,9 +10,11 @@ left running, whatever happens in the test.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-# One compilation cache for the test session's workers (spx gives each rank a directory in it).
+# One compilation cache for the test session's workers (spx gives each rank a directory in it),
+# removed when the session ends.
 _CACHE = tempfile.mkdtemp(prefix="spx-test-xla-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def free_port() -> int:
@@ -150,6 +154,7 @@ def launch(
                 ended.get(rank, time.monotonic() - start),
             )
         )
+    shutil.rmtree(logs, ignore_errors=True)  # the runs hold what the ranks wrote
     return runs
 
 

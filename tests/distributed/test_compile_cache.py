@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import tempfile
 
 from tests.distributed import _procs
 
@@ -32,8 +31,9 @@ def _entries(cache: str) -> dict[str, set[str]]:
     return {p.name: set(os.listdir(p)) for p in pathlib.Path(cache).iterdir()}
 
 
-def test_second_launch_loads_every_ranks_executables_from_the_cache():
-    cache = tempfile.mkdtemp(prefix="spx-cache-test-")
+def test_second_launch_loads_every_ranks_executables_from_the_cache(tmp_path):
+    (tmp_path / "cache").mkdir()
+    cache = str(tmp_path / "cache")
     cold = _launch(cache)
     assert all(r["cache_misses"] > 0 for r in cold), cold  # a fresh cache: everything compiled
     entries = _entries(cache)
