@@ -237,3 +237,29 @@ def test_validation():
         nn.NLLLoss(ignore_index=1.5)
     with pytest.raises(TypeError, match="weight"):
         nn.BCELoss(weight=[1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        # Tied scores with the default margin 0: the hinge is exactly at 0.
+        ("MarginRankingLoss", lambda m: (m.zeros(3), m.zeros(3), m.ones(3))),
+        # margin - x == 0 for the -1 targets.
+        ("HingeEmbeddingLoss", lambda m: (m.ones(2), -m.ones(2))),
+    ],
+)
+def test_margin_losses_pass_the_gradient_at_the_hinge_as_torch(name, args):
+    # torch's clamp_min(x, 0) passes the gradient where x == 0 (relu would stop it, and tied
+    # scores at initialisation would never train).
+    import torch
+
+    import spx
+
+    grads = []
+    for m in (torch, spx):
+        first, *rest = args(m)
+        first.requires_grad_(True)
+        getattr(m.nn, name)()(first, *rest).backward()
+        grads.append(np.asarray(first.grad.tolist()))
+    assert np.abs(grads[0]).sum() > 0  # the case does sit on the hinge
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)

@@ -75,6 +75,13 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     return ret
 
 
+def hinge(x: jax.Array) -> jax.Array:
+    """``max(x, 0)`` as torch's ``clamp_min(x, 0)`` computes it for its margin losses: the
+    gradient is 1 at ``x == 0`` (``jax.nn.relu`` gives 0 there, so tied scores at a margin of 0
+    would never train) and NaN stays NaN."""
+    return jnp.where(x < 0, jnp.zeros((), x.dtype), x)
+
+
 def reduce_loss(loss: jax.Array, reduction: str) -> jax.Array:
     """Apply an already-validated ``reduction`` to an elementwise loss."""
     if reduction == "mean":

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from spx import _user_code
 from spx._tensor.methods.math import _abs
-from spx.nn.functional._utils import check_reduction, legacy_reduction, reduce_loss
+from spx.nn.functional._utils import check_reduction, hinge, legacy_reduction, reduce_loss
 
 Array = jax.Array
 
@@ -343,4 +343,4 @@ def margin_ranking_loss(
             f"margin_ranking_loss: input1 {x1.shape}, input2 {x2.shape} and target {t.shape} "
             "must have the same number of dims"
         )
-    return reduce_loss(jax.nn.relu(-t * (x1 - x2) + margin), reduction)
+    return reduce_loss(hinge(-t * (x1 - x2) + margin), reduction)

@@ -16,7 +16,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from spx.nn.functional._utils import check_reduction, legacy_reduction, reduce_loss
+from spx.nn.functional._utils import check_reduction, hinge, legacy_reduction, reduce_loss
 from spx.nn.functional.distance import pairwise_distance
 
 Array = jax.Array
@@ -120,7 +120,7 @@ def hinge_embedding_loss(
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, t = jnp.asarray(input), jnp.asarray(target)
     # torch's exact formula: an entry whose target is neither 1 nor -1 gets both terms.
-    loss = jnp.where(t != 1, jax.nn.relu(margin - x), 0.0) + jnp.where(t != -1, x, 0.0)
+    loss = jnp.where(t != 1, hinge(margin - x), 0.0) + jnp.where(t != -1, x, 0.0)
     return reduce_loss(loss, reduction)
 
 
@@ -161,7 +161,7 @@ def cosine_embedding_loss(
     prod = jnp.sum(x1 * x2, -1)
     mag = jnp.sqrt((jnp.sum(x1 * x1, -1) + eps) * (jnp.sum(x2 * x2, -1) + eps))
     cos = prod / mag
-    loss = jnp.where(t == 1, 1 - cos, 0.0) + jnp.where(t == -1, jax.nn.relu(cos - margin), 0.0)
+    loss = jnp.where(t == 1, 1 - cos, 0.0) + jnp.where(t == -1, hinge(cos - margin), 0.0)
     return reduce_loss(loss, reduction)
 
 
@@ -338,7 +338,7 @@ def triplet_margin_loss(
     d_neg = pairwise_distance(a, neg, p, eps)
     if swap:
         d_neg = jnp.minimum(d_neg, pairwise_distance(pos, neg, p, eps))
-    return reduce_loss(jax.nn.relu(margin + d_pos - d_neg), reduction)
+    return reduce_loss(hinge(margin + d_pos - d_neg), reduction)
 
 
 def triplet_from_distances(
@@ -349,4 +349,4 @@ def triplet_from_distances(
     d_neg = jnp.asarray(d_neg)
     if d_swap is not None:
         d_neg = jnp.minimum(d_neg, jnp.asarray(d_swap))
-    return reduce_loss(jax.nn.relu(margin + jnp.asarray(d_pos) - d_neg), reduction)
+    return reduce_loss(hinge(margin + jnp.asarray(d_pos) - d_neg), reduction)
