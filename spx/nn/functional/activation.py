@@ -218,7 +218,7 @@ def hardtanh(
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
     x = jnp.asarray(input)
-    inside = (x > min_val) & (x < max_val)
+    inside = (x > min_val) & (x < max_val) | jnp.isnan(x)  # NaN stays NaN, as in torch
     return jnp.where(inside, x, jnp.where(x <= min_val, min_val, max_val).astype(x.dtype))
 
 
@@ -304,7 +304,8 @@ def softshrink(input: Array, lambd: float = 0.5) -> Array:
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be >= 0, got {lambd}")
     x = jnp.asarray(input)
-    return jnp.where(x > lambd, x - lambd, jnp.where(x < -lambd, x + lambd, 0.0)).astype(x.dtype)
+    kept = jnp.where(x < -lambd, x + lambd, jnp.where(jnp.isnan(x), x, 0.0))  # NaN stays NaN
+    return jnp.where(x > lambd, x - lambd, kept).astype(x.dtype)
 
 
 def hardshrink(input: Array, lambd: float = 0.5) -> Array:
@@ -314,7 +315,7 @@ def hardshrink(input: Array, lambd: float = 0.5) -> Array:
         >>> F.hardshrink(jnp.array([-1.0, 0.2]))  # [-1., 0.]
     """
     x = jnp.asarray(input)
-    return jnp.where(jnp.abs(x) > lambd, x, 0.0).astype(x.dtype)
+    return jnp.where((jnp.abs(x) > lambd) | jnp.isnan(x), x, 0.0).astype(x.dtype)
 
 
 def threshold(input: Array, threshold: float, value: float, inplace: bool = False) -> Array:
@@ -330,7 +331,7 @@ def threshold(input: Array, threshold: float, value: float, inplace: bool = Fals
         >>> F.threshold(jnp.array([0.1, 2.0]), 1.0, -1.0)  # [-1., 2.]
     """
     x = jnp.asarray(input)
-    return jnp.where(x > threshold, x, value).astype(x.dtype)
+    return jnp.where(x <= threshold, value, x).astype(x.dtype)  # NaN is kept, as in torch
 
 
 def prelu(input: Array, weight: Array) -> Array:

@@ -57,6 +57,17 @@ def test_elementwise_matches_torch(name, spx_fn, torch_fn):
     check_against_torch(spx_fn, torch_fn, [x])
 
 
+@pytest.mark.parametrize(
+    ("name", "spx_fn", "torch_fn"), ELEMENTWISE, ids=[e[0] for e in ELEMENTWISE]
+)
+def test_nan_inputs_give_torchs_values(name, spx_fn, torch_fn):
+    # A NaN must stay visible: a clip or a threshold that turned it into a finite value would
+    # hide a diverging run.
+    x = np.array([np.nan, -7.0, 0.3, 7.0], np.float32)
+    expected = torch_fn(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(np.asarray(spx_fn(jnp.asarray(x))), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_inplace_flag_accepted_and_returns_new_array():
     x = jnp.array([-1.0, 2.0])
     y = F.relu(x, inplace=True)
