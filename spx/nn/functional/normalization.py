@@ -93,7 +93,8 @@ def rms_norm(
         input: ``(*, *normalized_shape)``.
         normalized_shape: the trailing shape to normalize over.
         weight: ``normalized_shape``-shaped scale, or None.
-        eps: default ``None`` means ``jnp.finfo(input.dtype).eps``, as in torch.
+        eps: default ``None``: the eps of the dtype the norm computes in (float32 for float16
+            and bfloat16 inputs), as in torch.
 
     Example:
         >>> F.rms_norm(jnp.ones((4, 8)), (8,)).shape  # (4, 8)
@@ -106,9 +107,11 @@ def rms_norm(
             f"rms_norm: given normalized_shape={list(shape)}, expected input with shape "
             f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}"
         )
-    if eps is None:
-        eps = float(jnp.finfo(x.dtype).eps)
     xf = x.astype(_stat_dtype(x))
+    if eps is None:
+        # torch's default is the eps of the dtype it computes in: float32 for a half input
+        # (bfloat16's own eps, 2**-7, would swamp the mean square of small activations).
+        eps = float(jnp.finfo(xf.dtype).eps)
     ms = jnp.mean(jnp.square(xf), axis=tuple(range(x.ndim - k, x.ndim)), keepdims=True)
     y = xf * jax.lax.rsqrt(ms + eps)
     if weight is not None:

@@ -71,6 +71,20 @@ def test_rms_norm(eps):
     )
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_rms_norm_default_eps_of_half_inputs_is_torchs(dtype):
+    # torch computes a half input's norm in float32 with float32's eps; the half type's own eps
+    # (2**-7 for bfloat16) would change the result of small activations by ~30%.
+    x = (randn(np.random.default_rng(2), 4, 8) * 0.1).astype(np.float32)
+    expected = TF.rms_norm(torch.tensor(x).to(getattr(torch, dtype)), (8,)).float().numpy()
+    got = F.rms_norm(jnp.asarray(x, getattr(jnp, dtype)), (8,))
+    assert got.dtype == getattr(jnp, dtype)
+    np.testing.assert_allclose(np.asarray(got, np.float32), expected, rtol=1e-2, atol=1e-2)
+    module = spx.nn.RMSNorm(8).to(getattr(spx, dtype))
+    out = module(spx.tensor(x).to(getattr(spx, dtype))).detach().float().numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.parametrize("shape", [(8, 3), (4, 3, 5), (2, 3, 4, 4)])
 def test_batch_norm_training_output_and_gradients(shape):
     rng = np.random.default_rng(2)
