@@ -189,3 +189,37 @@ def test_errors():
         nn.LazyBatchNorm3d(momentum=2.0)
     with pytest.raises(RuntimeError, match="uninitialized"):
         host(nn.LazyBatchNorm1d().weight)
+
+
+LAZY = [
+    ("LazyLinear", (3,), (2, 5)),
+    ("LazyConv1d", (4, 3), (2, 3, 8)),
+    ("LazyConv2d", (4, 3), (2, 3, 8, 8)),
+    ("LazyConv3d", (4, 3), (1, 3, 5, 5, 5)),
+    ("LazyConvTranspose1d", (4, 3), (2, 3, 8)),
+    ("LazyConvTranspose2d", (4, 3), (2, 3, 8, 8)),
+    ("LazyConvTranspose3d", (4, 3), (1, 3, 5, 5, 5)),
+    ("LazyBatchNorm1d", (), (4, 3)),
+    ("LazyBatchNorm2d", (), (2, 3, 4, 4)),
+    ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)),
+    ("LazyInstanceNorm1d", (), (2, 3, 8)),
+    ("LazyInstanceNorm2d", (), (2, 3, 4, 4)),
+    ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "shape"), LAZY, ids=[c[0] for c in LAZY])
+def test_a_lazy_module_becomes_torchs_plain_class_once_materialized(name, args, shape):
+    # torch's cls_to_become: init code written as `if type(m) == nn.Linear:` must see it.
+    import torch
+
+    import spx
+
+    classes = []
+    for m in (torch, spx):
+        layer = getattr(m.nn, name)(*args)
+        assert type(layer).__name__ == name
+        layer(m.ones(*shape))
+        classes.append(type(layer))
+    assert classes[1].__name__ == classes[0].__name__ == name.removeprefix("Lazy")
+    assert classes[1] is getattr(spx.nn, name.removeprefix("Lazy"))

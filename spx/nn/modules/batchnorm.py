@@ -27,6 +27,7 @@ from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
+from spx.nn.modules.lazy import become_materialized
 from spx.nn.parameter import Parameter, UninitializedParameter
 from spx.ops.types import get_default_dtype
 
@@ -158,6 +159,7 @@ class _BatchNorm(Module):
                 param = self._parameters.get(name)
                 if param is not None and param.is_uninitialized:
                     param.materialize(_array((num_features,), fill, dtype, self._device))
+        become_materialized(self)
 
     def _materialize_from(self, input: Tensor, channel_dim: int) -> None:
         if self._is_lazy():
@@ -358,6 +360,8 @@ class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
         (spx.Size([4, 3]), spx.Size([3]), spx.Size([3]))
     """
 
+    cls_to_become = BatchNorm1d  # what it becomes once materialized (.lazy)
+
 
 class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
     """A :class:`BatchNorm2d` whose ``num_features`` is inferred from the first input.
@@ -375,6 +379,8 @@ class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
         (spx.Size([2, 3, 4, 4]), 3)
     """
 
+    cls_to_become = BatchNorm2d  # what it becomes once materialized (.lazy)
+
 
 class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
     """A :class:`BatchNorm3d` whose ``num_features`` is inferred from the first input.
@@ -390,3 +396,5 @@ class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
         >>> nn.LazyBatchNorm3d()(spx.randn(2, 3, 2, 2, 2)).shape
         spx.Size([2, 3, 2, 2, 2])
     """
+
+    cls_to_become = BatchNorm3d  # what it becomes once materialized (.lazy)

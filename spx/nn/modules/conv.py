@@ -18,6 +18,7 @@ from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
+from spx.nn.modules.lazy import become_materialized
 from spx.nn.modules.linear import _empty
 from spx.nn.parameter import Parameter, UninitializedParameter
 
@@ -151,6 +152,7 @@ class _ConvNd(Module):
         if self.bias is not None:
             self.bias.materialize(_empty((self.out_channels,), self._dtype, self._device))
         self.reset_parameters()
+        become_materialized(self)
 
     def _check_input(self, input: Tensor) -> None:
         cls, nd = type(self).__name__, self._nd
@@ -172,6 +174,7 @@ class _ConvNd(Module):
         elif self.in_channels is None:
             # A lazy layer whose weight came from load_state_dict rather than a first call.
             self.in_channels = self._in_channels_of(self._required_parameter("weight"))
+            become_materialized(self)
         if channels != self.in_channels:
             raise RuntimeError(
                 f"{cls}: input has {channels} channels (dim {input.ndim - nd - 1} of shape "
@@ -331,6 +334,8 @@ class LazyConv1d(Conv1d):
         (spx.Size([2, 8, 8]), spx.Size([8, 4, 3]))
     """
 
+    cls_to_become = Conv1d  # what it becomes once materialized (.lazy)
+
     def __init__(
         self,
         out_channels: int,
@@ -372,6 +377,8 @@ class LazyConv2d(Conv2d):
         (spx.Size([2, 6, 6, 6]), spx.Size([6, 3, 3, 3]))
     """
 
+    cls_to_become = Conv2d  # what it becomes once materialized (.lazy)
+
     def __init__(
         self,
         out_channels: int,
@@ -412,6 +419,8 @@ class LazyConv3d(Conv3d):
         >>> layer(jnp.ones((1, 2, 5, 5, 5))).shape, layer.weight.shape
         (spx.Size([1, 4, 3, 3, 3]), spx.Size([4, 2, 3, 3, 3]))
     """
+
+    cls_to_become = Conv3d  # what it becomes once materialized (.lazy)
 
     def __init__(
         self,

@@ -221,6 +221,8 @@ class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
         (spx.Size([2, 8, 12]), spx.Size([4, 8, 3]))
     """
 
+    cls_to_become = ConvTranspose1d  # what it becomes once materialized (.lazy)
+
 
 class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
     """A :class:`ConvTranspose2d` whose ``in_channels`` is inferred on the first call.
@@ -235,6 +237,8 @@ class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
         (spx.Size([2, 6, 8, 8]), spx.Size([3, 6, 2, 2]))
     """
 
+    cls_to_become = ConvTranspose2d  # what it becomes once materialized (.lazy)
+
 
 class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
     """A :class:`ConvTranspose3d` whose ``in_channels`` is inferred on the first call.
@@ -247,3 +251,5 @@ class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
         >>> nn.LazyConvTranspose3d(2, 2)(jnp.ones((1, 3, 2, 2, 2))).shape
         spx.Size([1, 2, 3, 3, 3])
     """
+
+    cls_to_become = ConvTranspose3d  # what it becomes once materialized (.lazy)

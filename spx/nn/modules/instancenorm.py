@@ -193,6 +193,8 @@ class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
         (spx.Size([2, 3, 5]), spx.Size([3]))
     """
 
+    cls_to_become = InstanceNorm1d  # what it becomes once materialized (.lazy)
+
 
 class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
     """An :class:`InstanceNorm2d` whose ``num_features`` is inferred from the first input.
@@ -209,6 +211,8 @@ class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
         spx.Size([2, 3, 4, 4])
     """
 
+    cls_to_become = InstanceNorm2d  # what it becomes once materialized (.lazy)
+
 
 class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
     """An :class:`InstanceNorm3d` whose ``num_features`` is inferred from the first input.
@@ -224,3 +228,5 @@ class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
         >>> nn.LazyInstanceNorm3d()(spx.randn(1, 2, 3, 3, 3)).shape
         spx.Size([1, 2, 3, 3, 3])
     """
+
+    cls_to_become = InstanceNorm3d  # what it becomes once materialized (.lazy)

@@ -13,6 +13,7 @@ from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn import init
 from spx.nn.module import Module
+from spx.nn.modules.lazy import become_materialized
 from spx.nn.parameter import Parameter, UninitializedParameter
 from spx.ops.types import get_default_dtype
 
@@ -108,6 +109,7 @@ class Linear(Module):
         if self.bias is not None:
             self.bias.materialize(_empty((self.out_features,), self._dtype, self._device))
         self.reset_parameters()
+        become_materialized(self)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim == 0:
@@ -118,6 +120,7 @@ class Linear(Module):
         elif self.in_features is None:
             # Materialized by load_state_dict rather than by a first call.
             self.in_features = weight.shape[1]
+            become_materialized(self)
         if input.shape[-1] != self.in_features:
             # RuntimeError, as torch's matmul raises ("mat1 and mat2 shapes cannot be ...").
             raise RuntimeError(
@@ -147,6 +150,8 @@ class LazyLinear(Linear):
         >>> layer(spx.ones(2, 5)).shape, layer.weight.shape
         (spx.Size([2, 3]), spx.Size([3, 5]))
     """
+
+    cls_to_become = Linear  # what it becomes once materialized (.lazy)
 
     def __init__(
         self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
