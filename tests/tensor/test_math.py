@@ -571,3 +571,27 @@ def test_xlogy_method_gradient_at_zero_x_is_torchs():
     check_grad(lambda m, a, b: a.xlogy(b), x, y)
     check_grad(lambda m, a, b: (a * 1).xlogy_(b), x, y)
     check_grad(lambda m, a: a.xlogy(0.0), x)
+
+
+DIVISIONS = [
+    ("uint8 / -2", lambda m: m.tensor([10, 20], dtype=m.uint8) / -2),
+    ("-2 / uint8", lambda m: -2 / m.tensor([10, 20], dtype=m.uint8)),
+    ("uint8.div(-2)", lambda m: m.tensor([10, 20], dtype=m.uint8).div(-2)),
+    ("div(uint8, 0-d -2)", lambda m: m.div(m.tensor([10, 20], dtype=m.uint8), m.tensor(-2))),
+    ("uint8.copysign(-3)", lambda m: m.tensor([10, 20], dtype=m.uint8).copysign(-3)),
+    ("bool / 2", lambda m: m.tensor([True, False]) / 2),
+    ("int / int", lambda m: m.tensor([7, -7]) / m.tensor([2, 2])),
+    ("bf16.div(0-d float32)", lambda m: m.ones(2, dtype=m.bfloat16).div(m.tensor(3.0))),
+    ("f16.true_divide(3)", lambda m: m.ones(2, dtype=m.float16).true_divide(3)),
+]
+
+
+@pytest.mark.parametrize("fn", [d[1] for d in DIVISIONS], ids=[d[0] for d in DIVISIONS])
+def test_true_division_values_and_dtypes_are_torchs(fn):
+    # An integer operand is divided as the number it is (JAX would first cast -2 to uint8,
+    # 254), and div() applies torch's 0-d promotion rule as `/` does.
+    import torch
+
+    expected, got = fn(torch), fn(spx)
+    assert str(got.dtype) == str(expected.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(got.tolist(), expected.tolist(), rtol=1e-6)

@@ -318,3 +318,35 @@ def test_empty_dim_list_reduces_everything(op, dim):
 def test_empty_dim_list_reduces_nothing_for_any_all(op, dim):
     x = np.array([[0.0, 1.0], [2.0, 0.0]], np.float32)
     check(lambda m, x: getattr(x, op)(dim=dim), x)
+
+
+_INTEGRAL_REDUCTIONS = {
+    "sum": lambda x: x.sum(),
+    "sum(0)": lambda x: x.sum(0),
+    "nansum": lambda x: x.nansum(),
+    "prod(1)": lambda x: x.prod(1),
+    "trace": lambda x: x.reshape(2, 2).trace(),  # torch has no bool trace
+    "cumsum": lambda x: x.cumsum(0),
+}
+
+
+@pytest.mark.parametrize(
+    ("fn", "dtype"),
+    [
+        pytest.param(fn, dtype, id=f"{name}-{dtype}")
+        for name, fn in _INTEGRAL_REDUCTIONS.items()
+        for dtype in ("uint8", "int8", "int16", "bool")
+        if (name, dtype) != ("trace", "bool")
+    ],
+)
+def test_integral_reductions_accumulate_in_torchs_int64(fn, dtype):
+    # torch sums (and multiplies) bool and integer tensors, uint8 included, in int64 (int32 here
+    # without x64); JAX gives uint32 for unsigned inputs, so `x.sum() - 1000` wrapped around.
+    import torch
+
+    values = {"uint8": [200, 100, 3, 1], "int8": [100, 100, 3, 1], "bool": [1, 1, 0, 1]}
+    array = np.array(values.get(dtype, [200, 100, 3, 1])).astype(dtype).reshape(4, 1)
+    expected = fn(torch.tensor(array))
+    got = fn(spx.tensor(array))
+    assert str(got.dtype) == str(expected.dtype).replace("torch.", "").replace("int64", "int32")
+    np.testing.assert_array_equal((got - 1000).numpy(), (expected - 1000).numpy())

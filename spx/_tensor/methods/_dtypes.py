@@ -9,6 +9,8 @@ With x64 on, dtypes are kept.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -18,3 +20,30 @@ import numpy as np
 def canonical(dtype: Any) -> np.dtype:
     """``dtype`` as spx will hold it (64-bit types narrowed unless x64 is on)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+_HALF = (np.dtype("float16"), np.dtype(jax.numpy.bfloat16))
+
+
+def half_in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` computed in float32 when its first argument is float16 or bfloat16, the result
+    cast back: torch's kernels accumulate half types in float (its "opmath" type).
+
+    A float16 sum overflows past 65504: computed in float16, the norm of 1024 values around 10
+    is inf, a softmax over 100k logits sums its exps to inf (every probability 0) and a 64x64
+    average pool of 20s is inf. For reductions (norms, variances, softmax, average pooling).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> norm = half_in_float32(lambda x: jnp.sqrt(jnp.sum(x * x)))
+        >>> float(norm(jnp.full(1024, 10.0, jnp.float16)))
+        320.0
+    """
+
+    @functools.wraps(fn)
+    def wrapped(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(x, "dtype", None) in _HALF:
+            return fn(x.astype(np.float32), *args, **kwargs).astype(x.dtype)
+        return fn(x, *args, **kwargs)
+
+    return wrapped

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -58,7 +59,9 @@ def _diag_embed(x: Any, offset: int, d1: int, d2: int) -> Any:
 
 
 def _trace(x: Any) -> Any:
-    return jnp.trace(x)
+    # torch: integer (uint8 too) and bool traces are int64 (int32 here without x64).
+    integral = x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer)
+    return jnp.trace(x, dtype=jax.dtypes.canonicalize_dtype(jnp.int64) if integral else None)
 
 
 def _rot90(x: Any, k: int, d0: int, d1: int) -> Any:

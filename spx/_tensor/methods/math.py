@@ -20,7 +20,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods._dtypes import canonical, half_in_float32
 from spx._tensor.methods.linalg import LinalgMethods, _checked
 from spx._validate import is_int
 
@@ -76,6 +76,42 @@ def _promoting(fn: Any) -> Any:
 
     binary.__name__ = binary.__qualname__ = getattr(fn, "__name__", "binary")
     return binary
+
+
+def _integral_dtype(v: Any) -> bool:
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and _category(dtype) <= 1
+
+
+def _floating_array(v: Any) -> bool:
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and _category(dtype) >= 2
+
+
+def _on_floats(fn: Any) -> Any:
+    """``fn(x, y)`` for ops whose result is floating (true division, copysign, float_power),
+    with torch's 0-d rule. Integer and bool operands are computed in float32, as torch does,
+    unless the other operand is a floating tensor (whose dtype the result takes): JAX would
+    first cast a Python int or a 0-d tensor to the integer tensor's dtype (``uint8 / -2``
+    divided by 254) and divide bools as bools (``False / 0`` gave 0, torch's is NaN)."""
+
+    def binary(x: Any, y: Any) -> Any:
+        x = float(x) if type(x) is int else x
+        y = float(y) if type(y) is int else y
+        if not _floating_array(y) and _integral_dtype(x):
+            x = x.astype(jnp.float32)
+        if not _floating_array(x) and _integral_dtype(y):
+            y = y.astype(jnp.float32)
+        x, y = _zero_dim(x, y)
+        return fn(x, y)
+
+    binary.__name__ = binary.__qualname__ = getattr(fn, "__name__", "binary")
+    return binary
+
+
+_true_divide = _on_floats(jnp.true_divide)
+_copysign = _on_floats(jnp.copysign)
+_float_power = _on_floats(jnp.float_power)
 
 
 # Plain functions rather than jnp's ufunc objects: a ufunc's __hash__ costs ~1 µs, paid at
@@ -280,13 +316,19 @@ def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
 def _softmax(x: Any, axis: int, dtype: Any) -> Any:
     if dtype is not None:
         x = x.astype(dtype)
-    return jax.nn.softmax(x, axis=axis)
+    return _softmax_of(x, axis=axis)
 
 
 def _log_softmax(x: Any, axis: int, dtype: Any) -> Any:
     if dtype is not None:
         x = x.astype(dtype)
-    return jax.nn.log_softmax(x, axis=axis)
+    return _log_softmax_of(x, axis=axis)
+
+
+# A half input's softmax sums its exps in float32, as torch's does (spx.Tensor.softmax and
+# F.softmax share these).
+_softmax_of = half_in_float32(jax.nn.softmax)
+_log_softmax_of = half_in_float32(jax.nn.log_softmax)
 
 
 def _pow(x: Any, y: Any) -> Any:
@@ -477,16 +519,16 @@ _UNARY = {
 }  # fmt: skip
 
 _BINARY = {
-    "mul": _mul, "multiply": _mul, "true_divide": jnp.true_divide,
+    "mul": _mul, "multiply": _mul, "true_divide": _true_divide,
     "floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "fmod": jnp.fmod,
-    "pow": _pow, "float_power": jnp.float_power, "atan2": _atan2, "arctan2": _atan2,
+    "pow": _pow, "float_power": _float_power, "atan2": _atan2, "arctan2": _atan2,
     "maximum": _maximum, "minimum": _minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
     "eq": jnp.equal, "ne": jnp.not_equal, "not_equal": jnp.not_equal, "lt": jnp.less,
     "less": jnp.less, "le": jnp.less_equal, "less_equal": jnp.less_equal, "gt": jnp.greater,
     "greater": jnp.greater, "ge": jnp.greater_equal, "greater_equal": jnp.greater_equal,
     "logical_and": _logical_and, "logical_or": _logical_or, "logical_xor": _logical_xor,
     "bitwise_and": _bitwise_and, "bitwise_or": _bitwise_or, "bitwise_xor": _bitwise_xor,
-    "hypot": jnp.hypot, "copysign": jnp.copysign, "xlogy": _xlogy,
+    "hypot": jnp.hypot, "copysign": _copysign, "xlogy": _xlogy,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
     "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
     "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": _igamma,
@@ -494,7 +536,7 @@ _BINARY = {
 }  # fmt: skip
 
 # These apply the 0-d rule themselves.
-_PLAIN = {_mul, _maximum, _minimum, _pow, _xlogy}
+_PLAIN = {_mul, _maximum, _minimum, _pow, _xlogy, _true_divide, _copysign, _float_power}
 _WRAPPED: dict[Any, Any] = {}
 
 
@@ -510,7 +552,7 @@ def _with_rule(fn: Any) -> Any:
 _BINARY = {name: _with_rule(fn) for name, fn in _BINARY.items()}
 
 _OPERATORS = {
-    "__mul__": _mul, "__truediv__": jnp.true_divide, "__floordiv__": jnp.floor_divide,
+    "__mul__": _mul, "__truediv__": _true_divide, "__floordiv__": jnp.floor_divide,
     "__mod__": jnp.remainder, "__pow__": _pow, "__and__": _bitwise_and,
     "__or__": _bitwise_or, "__xor__": _bitwise_xor, "__lshift__": jnp.left_shift,
     "__rshift__": jnp.right_shift, "__lt__": jnp.less, "__le__": jnp.less_equal,
@@ -519,7 +561,7 @@ _OPERATORS = {
 }  # fmt: skip
 
 _REFLECTED = {
-    "__rmul__": _mul, "__rtruediv__": jnp.true_divide,
+    "__rmul__": _mul, "__rtruediv__": _true_divide,
     "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
     "__rand__": _bitwise_and, "__ror__": _bitwise_or, "__rxor__": _bitwise_xor,
 }  # fmt: skip
@@ -546,7 +588,7 @@ class MathMethods(LinalgMethods):
 
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
         if rounding_mode is None:
-            return apply(jnp.true_divide, (), (self, other))
+            return apply(_true_divide, (), (self, other))
         if rounding_mode == "floor":
             _check_divisor(self, other, "division")
             return apply(jnp.floor_divide, (), (self, other))

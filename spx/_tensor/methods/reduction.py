@@ -18,7 +18,7 @@ from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods._dtypes import canonical, half_in_float32
 from spx._tensor.methods.ordering import OrderingMethods, ValuesIndices, _index_zero
 
 
@@ -49,10 +49,12 @@ def _nanmean(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
     return jnp.nanmean(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
+@half_in_float32
 def _var(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
     return jnp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
 
 
+@half_in_float32
 def _std(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
     # The root of the variance with torch's zero gradient where it is 0 (constant rows), where
     # jnp.std's derivative is 0 / 0 = NaN.
@@ -157,6 +159,7 @@ def _safe_root(total: Any, p: Any) -> Any:
     return jnp.where(zero, 0, root(jnp.where(zero, 1, total)))
 
 
+@half_in_float32
 def _norm(x: Any, p: Any, axis: tuple | None, keepdims: bool) -> Any:
     if p == "nuc":
         axes = (x.ndim - 2, x.ndim - 1) if axis is None else axis
@@ -261,9 +264,10 @@ def _dtype(dtype: Any) -> Any:
     return None if dtype is None else canonical(dtype)
 
 
-def _scan_dtype(x: Any, dtype: Any) -> Any:
-    """cumsum/cumprod's result dtype: as torch, bool and integer inputs accumulate in int64
-    (spx's default integer: int32 unless x64 is on) instead of overflowing their own type."""
+def _accumulate_dtype(x: Any, dtype: Any) -> Any:
+    """sum/nansum/prod/cumsum/cumprod's result dtype: as torch, bool and integer inputs (uint8
+    too) accumulate in int64 (spx's default integer: int32 unless x64 is on) instead of
+    overflowing their own type, or JAX's uint32 for unsigned ones (``- 1000`` would wrap)."""
     if dtype is None and (x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer)):
         return jax.dtypes.canonicalize_dtype(jnp.int64)
     return _dtype(dtype)
@@ -283,10 +287,12 @@ class ReductionMethods(OrderingMethods):
     __slots__ = ()
 
     def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-        return apply(_sum, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+        static = (_axes(dim, self.ndim), keepdim, _accumulate_dtype(self, dtype))
+        return apply(_sum, static, (self,))
 
     def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-        return apply(_nansum, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+        static = (_axes(dim, self.ndim), keepdim, _accumulate_dtype(self, dtype))
+        return apply(_nansum, static, (self,))
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
         if dtype is None and not jnp.issubdtype(self.dtype, jnp.inexact):
@@ -300,7 +306,8 @@ class ReductionMethods(OrderingMethods):
         return apply(_nanmean, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
 
     def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-        return apply(_prod, (_axes(dim, self.ndim), keepdim, _dtype(dtype)), (self,))
+        static = (_axes(dim, self.ndim), keepdim, _accumulate_dtype(self, dtype))
+        return apply(_prod, static, (self,))
 
     def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction=None):
         if isinstance(dim, bool):  # torch's var(unbiased) overload
@@ -382,10 +389,10 @@ class ReductionMethods(OrderingMethods):
         return apply(_norm, (p, _axes(dim, self.ndim), keepdim), (x,))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
-        return apply(_cumsum, (_dims.dim(dim, self.ndim), _scan_dtype(self, dtype)), (self,))
+        return apply(_cumsum, (_dims.dim(dim, self.ndim), _accumulate_dtype(self, dtype)), (self,))
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
-        return apply(_cumprod, (_dims.dim(dim, self.ndim), _scan_dtype(self, dtype)), (self,))
+        return apply(_cumprod, (_dims.dim(dim, self.ndim), _accumulate_dtype(self, dtype)), (self,))
 
     def cummax(self, dim: int) -> Any:
         d = _dims.dim(dim, self.ndim)

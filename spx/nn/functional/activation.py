@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _user_code
+from spx._tensor.methods.math import _log_softmax_of, _softmax_of
 from spx.nn.functional._utils import resolve_key
 
 Array = jax.Array
@@ -425,7 +426,7 @@ def softmax(
     x = _cast(x, dtype)
     if x.ndim == 0:
         return jnp.ones_like(x)
-    return jax.nn.softmax(x, axis=d)
+    return _softmax_of(x, axis=d)
 
 
 def log_softmax(
@@ -447,7 +448,7 @@ def log_softmax(
     x = _cast(x, dtype)
     if x.ndim == 0:
         return jnp.zeros_like(x)
-    return jax.nn.log_softmax(x, axis=d)
+    return _log_softmax_of(x, axis=d)
 
 
 def softmin(

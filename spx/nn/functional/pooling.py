@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spx._tensor.methods._dtypes import half_in_float32
 from spx.nn.functional._utils import ntuple
 
 Array = jax.Array
@@ -175,6 +176,7 @@ def _avg_divisor_1d(size: int, k: int, s: int, p: int, out: int, include_pad: bo
     return (np.minimum(ends, size) - np.maximum(starts, 0)).astype(np.float64)
 
 
+@half_in_float32  # torch sums a half input's windows in float
 def _avg_pool(
     input: Array,
     kernel_size: _Size,
