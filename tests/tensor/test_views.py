@@ -204,3 +204,28 @@ def _in_place_view_changes(m):
 
 def test_in_place_shape_changes_t_transpose_squeeze_unsqueeze():
     assert _in_place_view_changes(spx) == _in_place_view_changes(torch)
+
+
+def _write_through_zero_d_indices(m):
+    x = m.zeros(3, 2)
+    for i in m.arange(3):  # 0-d integer tensors
+        x[i][1] = 7
+    x[m.tensor(1)].add_(1)
+    x[m.tensor(2), :].add_(2)
+    x[:, m.tensor(0)].add_(5)
+    x[np.array(0)][0] = -1
+    return x
+
+
+def test_a_zero_d_integer_tensor_index_is_a_view_as_torchs():
+    # torch indexes with a 0-d integer tensor as with an int (a select): x[i][1] = 7 writes
+    # into x. Read as an index array (a copy), every one of these writes was lost.
+    import torch
+
+    expected = _write_through_zero_d_indices(torch).tolist()
+    assert expected != spx.zeros(3, 2).tolist()
+    assert _write_through_zero_d_indices(spx).tolist() == expected
+    x = spx.arange(60.0).reshape(3, 4, 5)
+    assert x[spx.tensor(1), :, spx.tensor([0, 1])].shape == (4, 2)  # torch's select-first shape
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 3"):
+        x[spx.tensor(7)]

@@ -320,6 +320,22 @@ def _uint8_as_mask(e: Any) -> Any:
     return e.bool() if hasattr(e, "_ref") else e.astype(bool)
 
 
+def _scalar_int_index(e: Any) -> Any:
+    """A 0-d integer tensor or array as the int it holds, as torch indexes with it on the CPU:
+    a select, so ``x[i]`` is a view and ``x[i][1] = 7`` writes into ``x`` (``for i in
+    arange(3)``). Its value is computed if pending (torch reads it too); a traced one stays an
+    index array (a copy)."""
+    if isinstance(e, list) or not _is_array_like(e):
+        return e
+    ndim = e.ndim if hasattr(e, "_ref") else np.ndim(e)
+    if ndim or not np.issubdtype(np.dtype(_dtype_of(e)), np.integer):
+        return e
+    value = e._value() if hasattr(e, "_ref") else e
+    if isinstance(value, jax.core.Tracer):
+        return e
+    return int(np.asarray(value))
+
+
 def _is_scalar_bool(e: Any) -> bool:
     if isinstance(e, bool | np.bool_):
         return True
@@ -348,7 +364,7 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
     if not isinstance(index, tuple):
         index = (index,)
-    index = tuple([_uint8_as_mask(e) for e in index])
+    index = tuple([_scalar_int_index(_uint8_as_mask(e)) for e in index])
     consumed = 0
     for e in index:
         if e is None or e is Ellipsis or isinstance(e, bool):  # x[True] consumes nothing
