@@ -129,3 +129,13 @@ def test_constructor_validation():
         nn.LPPool1d(2, 2, ceil_mode=1)
     with pytest.raises(RuntimeError, match="expected a 2-D"):
         F.max_pool1d(spx.zeros(2), 2)
+
+
+@pytest.mark.parametrize("norm_type", [1, 3, 1.5])
+def test_lp_pool_of_signed_input_with_odd_power_is_torchs(norm_type):
+    # A negative window sum of x^p: torch's formula keeps it (p = 1: the sum itself; p = 3:
+    # NaN), where clamping it at 0 gave 0.
+    x = np.array([[[1.0, -3.0, 2.0, -0.5, 1.0, 1.0]]], np.float32)
+    expected = torch.nn.LPPool1d(norm_type, 2)(torch.tensor(x)).numpy()
+    got = nn.LPPool1d(norm_type, 2)(spx.tensor(x)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

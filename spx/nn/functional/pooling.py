@@ -522,13 +522,15 @@ def _lp_pool(
     if norm_type == 0:
         raise ValueError(f"{name}: norm_type must be non-zero (the output is a 1/p power)")
     ks = ntuple(kernel_size, nd, f"{name}: kernel_size")
-    # torch: avg_pool(x^p) * prod(k), clamped at 0, to the power 1/p (so clipped ceil_mode
-    # windows use the average pool's shrunken divisor, exactly as torch).
+    # torch: (sign(s) * relu(|s|)) * prod(k) to the power 1/p, s = avg_pool(x^p) (so clipped
+    # ceil_mode windows use the average pool's shrunken divisor, exactly as torch). That factor
+    # is s itself: a negative window sum (odd p, signed input) gives s for p = 1 and NaN for
+    # p = 3, as in torch, not 0.
     out = _avg_pool(x**norm_type, ks, stride, 0, ceil_mode, True, None, nd, name)
-    out = jax.nn.relu(out) * float(np.prod(ks))
+    out = out * float(np.prod(ks))
     # torch documents a zero gradient where the window's sum is zero (the root's is infinite).
-    positive = out > 0
-    return jnp.where(positive, jnp.where(positive, out, 1) ** (1.0 / norm_type), 0)
+    nonzero = out != 0
+    return jnp.where(nonzero, jnp.where(nonzero, out, 1) ** (1.0 / norm_type), 0)
 
 
 def lp_pool1d(
