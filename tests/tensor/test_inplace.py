@@ -372,3 +372,41 @@ DRAW_EDGES = [
 @pytest.mark.parametrize("fn", [e[1] for e in DRAW_EDGES], ids=[e[0] for e in DRAW_EDGES])
 def test_draw_parameters_at_domain_edges_match_torch(fn):
     check(fn, X)
+
+
+IN_PLACE_INTO_UINT8 = [
+    ("<<= tensor", lambda m, u: u.__ilshift__(m.tensor([1, 1]))),
+    (">>= tensor", lambda m, u: u.__irshift__(m.tensor([1, 1]))),
+    ("<<= int", lambda m, u: u.__ilshift__(1)),
+    ("add_(int tensor)", lambda m, u: u.add_(m.tensor([1, 300]))),
+    ("mul_(int tensor)", lambda m, u: u.mul_(m.tensor([2, 100]))),
+    ("+= int tensor", lambda m, u: u.__iadd__(m.tensor([1, 1]))),
+    ("clamp_(int tensors)", lambda m, u: u.clamp_(m.tensor([2, 2]), m.tensor([3, 3]))),
+]
+
+
+@pytest.mark.parametrize(
+    "fn", [c[1] for c in IN_PLACE_INTO_UINT8], ids=[c[0] for c in IN_PLACE_INTO_UINT8]
+)
+def test_integer_results_write_into_a_uint8_tensor_as_torchs(fn):
+    # torch writes any integer result into an integer tensor in place (its canCast); `u <<= t`
+    # must update u itself, which aliases see. spx refused uint8 destinations, and `<<=`/`>>=`
+    # rebound the name to a new int32 tensor.
+    import torch
+
+    results = []
+    for m in (torch, spx):
+        u = m.tensor([1, 4], dtype=m.uint8)
+        alias = u
+        out = fn(m, u)
+        assert out is alias and str(alias.dtype).endswith("uint8")
+        results.append(alias.tolist())
+    assert results[1] == results[0]
+
+
+def test_a_float_result_still_cannot_be_written_into_an_integer_tensor():
+    for m in (pytest.importorskip("torch"), spx):
+        with pytest.raises(RuntimeError):
+            m.ones(2, dtype=m.int32).add_(m.tensor([0.5, 0.5]))
+        with pytest.raises(RuntimeError):
+            m.tensor([True, False]).add_(m.tensor([1, 1]))

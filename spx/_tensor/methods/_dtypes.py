@@ -22,6 +22,22 @@ def canonical(dtype: Any) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
 
 
+def category(dtype: Any) -> int:
+    """torch's dtype category: 0 bool, 1 integer, 2 floating, 3 complex. Promotion compares
+    them, and an in-place result may be written into a tensor of the same or a higher one
+    (torch's ``canCast``: int64 into uint8 yes, float into int no).
+
+    Example:
+        >>> category(np.float16), category(np.uint8)
+        (2, 1)
+    """
+    if dtype == np.bool_:
+        return 0
+    if jax.numpy.issubdtype(dtype, np.integer):
+        return 1
+    return 2 if jax.numpy.issubdtype(dtype, np.floating) else 3  # bfloat16 and float8 too
+
+
 _HALF = (np.dtype("float16"), np.dtype(jax.numpy.bfloat16))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from spx._tensor import checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods._dtypes import canonical, category
 from spx._tensor.placement import current_device, moved_to
 
 
@@ -165,7 +165,7 @@ class InplaceMethods:
     def _cast_for_inplace(self, dtype: Any) -> Any:
         src = np.dtype(self.dtype)
         dst = canonical(dtype)
-        if not np.can_cast(src, dst, casting="same_kind"):
+        if category(dst) < category(src):  # torch's canCast: int32 into uint8 is fine
             raise RuntimeError(
                 f"result type {src} can't be cast to the desired output type {dst}; write "
                 f"into a tensor of a wider type, or cast explicitly: x.copy_(result.to({dst}))"
@@ -324,6 +324,12 @@ class InplaceMethods:
 
     def __ixor__(self, other: Any) -> Any:
         return self.bitwise_xor_(other)
+
+    def __ilshift__(self, other: Any) -> Any:
+        return self.bitwise_left_shift_(other)
+
+    def __irshift__(self, other: Any) -> Any:
+        return self.bitwise_right_shift_(other)
 
 
 _FROM_OUT_OF_PLACE = (

@@ -21,16 +21,9 @@ from jax.custom_derivatives import SymbolicZero
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
 from spx._tensor.methods._dtypes import canonical, half_in_float32
+from spx._tensor.methods._dtypes import category as _category
 from spx._tensor.methods.linalg import LinalgMethods, _checked
 from spx._validate import is_int
-
-
-def _category(dtype: Any) -> int:
-    if dtype == jnp.bool_:
-        return 0
-    if jnp.issubdtype(dtype, jnp.integer):
-        return 1
-    return 2 if jnp.issubdtype(dtype, jnp.floating) else 3
 
 
 def _narrowed(zero: Any, full: Any) -> Any:
