@@ -75,7 +75,7 @@ def check_module(
 
     Weights must already agree (see :func:`copy_weights`). The loss is ``sum(out * cot)`` with
     a fixed random ``cot``. ``diff`` lists the inputs to differentiate (default: the float
-    ones); ``clone_input`` feeds torch a non-leaf copy (its ``inplace=True`` layers need one).
+    ones); ``clone_input`` feeds both a non-leaf copy (their ``inplace=True`` layers need one).
 
     Returns the spx output Tensor.
     """
@@ -92,7 +92,7 @@ def check_module(
     # torch flow.
     s_layer.zero_grad()
     xs = [spx.tensor(x, requires_grad=rg) for x, rg in zip(inputs, float_in, strict=True)]
-    y = s_layer(*xs)
+    y = s_layer(*[x.clone() if clone_input else x for x in xs])
     assert isinstance(y, spx.Tensor), f"{type(s_layer).__name__} returned {type(y).__name__}"
     assert tuple(y.shape) == tuple(yt.shape), (y.shape, yt.shape)
     (y * spx.tensor(cot, dtype=y.dtype)).sum().backward()

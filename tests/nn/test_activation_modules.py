@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx import nn
 from spx.nn.modules import activation as A  # the extra activations are not in spx.nn's map yet
 from tests.nn._parity import check_module
@@ -90,3 +91,52 @@ def test_activation_inside_jit_and_a_sequential():
     out = jax.jit(lambda m, x: m(x))(model, jnp.asarray(X))
     ref = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.GELU(), torch.nn.Softmax(dim=-1))
     np.testing.assert_allclose(np.asarray(out), ref(torch.tensor(X)).numpy(), rtol=RTOL, atol=ATOL)
+
+
+INPLACE = [
+    ("F.relu(x, inplace=True)", lambda m, x: m.nn.functional.relu(x, inplace=True)),
+    ("F.relu(x, True)", lambda m, x: m.nn.functional.relu(x, True)),
+    ("F.hardtanh(x, -0.5, 0.5, True)", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.5, True)),
+    ("F.threshold(x, 0, 9, True)", lambda m, x: m.nn.functional.threshold(x, 0.0, 9.0, True)),
+    ("ReLU", lambda m, x: m.nn.ReLU(inplace=True)(x)),
+    ("ReLU6", lambda m, x: m.nn.ReLU6(inplace=True)(x)),
+    ("LeakyReLU", lambda m, x: m.nn.LeakyReLU(0.1, inplace=True)(x)),
+    ("ELU", lambda m, x: m.nn.ELU(inplace=True)(x)),
+    ("CELU", lambda m, x: m.nn.CELU(inplace=True)(x)),
+    ("SELU", lambda m, x: m.nn.SELU(inplace=True)(x)),
+    ("SiLU", lambda m, x: m.nn.SiLU(inplace=True)(x)),
+    ("Mish", lambda m, x: m.nn.Mish(inplace=True)(x)),
+    ("Hardswish", lambda m, x: m.nn.Hardswish(inplace=True)(x)),
+    ("Hardsigmoid", lambda m, x: m.nn.Hardsigmoid(inplace=True)(x)),
+    ("Hardtanh", lambda m, x: m.nn.Hardtanh(inplace=True)(x)),
+    ("Threshold", lambda m, x: m.nn.Threshold(0.5, -3.0, inplace=True)(x)),
+    ("RReLU eval", lambda m, x: m.nn.RReLU(inplace=True).eval()(x)),
+    ("Dropout eval", lambda m, x: m.nn.Dropout(0.5, inplace=True).eval()(x)),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in INPLACE], ids=[c[0] for c in INPLACE])
+def test_inplace_true_writes_into_the_input_as_torch(fn):
+    # torch's inplace=True changes the input tensor (and every view of it) and returns it.
+    import torch
+
+    results = []
+    for m in (torch, spx):
+        base = m.tensor([[-1.0, 2.0, 0.3], [4.0, -5.0, 0.7]])
+        row = base[0]
+        out = fn(m, row)
+        assert out is row
+        results.append(base.tolist())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_inplace_true_on_a_leaf_that_requires_grad_raises_as_torch():
+    import torch
+
+    for m in (torch, spx):
+        with pytest.raises(RuntimeError):
+            m.nn.ReLU(inplace=True)(m.tensor([-1.0, 2.0], requires_grad=True))
+        x = m.tensor([-1.0, 2.0], requires_grad=True)
+        h = x * 2
+        m.nn.ReLU(inplace=True)(h).sum().backward()
+        assert x.grad.tolist() == [0.0, 2.0]

@@ -1,11 +1,12 @@
 r"""Functional ops mirroring ``torch.nn.functional``, on :class:`spx.Tensor`.
 
 Import as ``import spx.nn.functional as F``; names, argument order, defaults and numbers follow
-torch (see each function for the few documented differences, e.g. ``inplace=`` is ignored and
-random ops take an optional ``key=``). Each function is implemented once over JAX arrays in the
-module of its theme and exported here as one recorded Tensor operation (``@recorded``): a call
-costs a few microseconds and autograd differentiates the implementation with JAX. Random ops
-draw their key from ``spx.manual_seed``'s generator when they call for one, before recording.
+torch (see each function for the few documented differences, e.g. random ops take an optional
+``key=``; ``inplace=True`` writes into a Tensor input, not into a jax array). Each function is
+implemented once over JAX arrays in the module of its theme and exported here as one recorded
+Tensor operation (``@recorded``): a call costs a few microseconds and autograd differentiates
+the implementation with JAX. Random ops draw their key from ``spx.manual_seed``'s generator
+when they call for one, before recording.
 """
 
 from __future__ import annotations
@@ -542,6 +543,45 @@ from spx.nn.functional.fractional_pool import (  # noqa: E402
 from spx.nn.functional.fractional_pool import (  # noqa: E402
     fractional_max_pool3d_with_indices as fractional_max_pool3d_with_indices,
 )
+
+
+def _honour_inplace(fn: Callable) -> Callable:
+    """``fn`` with torch's ``inplace=True``: the result is written into the input Tensor, which
+    is returned (views and aliases see it; autograd checks it as torch checks ``relu_``). The
+    array-level implementations cannot write into a jax array (immutable): they return a new
+    one, and so does this for an array input."""
+    at = list(inspect.signature(fn).parameters).index("inplace") - 1  # among *args
+
+    @functools.wraps(fn)
+    def wrapper(input: Any, *args: Any, **kwargs: Any) -> Any:
+        out = fn(input, *args, **kwargs)
+        inplace = kwargs.get("inplace", args[at] if len(args) > at else False)
+        if inplace and isinstance(input, _Tensor) and out is not input:
+            return input.copy_(out)
+        return out
+
+    return wrapper
+
+
+celu = _honour_inplace(celu)
+dropout = _honour_inplace(dropout)
+dropout1d = _honour_inplace(dropout1d)
+dropout2d = _honour_inplace(dropout2d)
+dropout3d = _honour_inplace(dropout3d)
+alpha_dropout = _honour_inplace(alpha_dropout)
+feature_alpha_dropout = _honour_inplace(feature_alpha_dropout)
+elu = _honour_inplace(elu)
+hardsigmoid = _honour_inplace(hardsigmoid)
+hardswish = _honour_inplace(hardswish)
+hardtanh = _honour_inplace(hardtanh)
+leaky_relu = _honour_inplace(leaky_relu)
+mish = _honour_inplace(mish)
+relu = _honour_inplace(relu)
+relu6 = _honour_inplace(relu6)
+rrelu = _honour_inplace(rrelu)
+selu = _honour_inplace(selu)
+silu = _honour_inplace(silu)
+threshold = _honour_inplace(threshold)
 
 
 def _in_place(name: str, fn: Callable) -> Callable:

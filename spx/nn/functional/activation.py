@@ -1,8 +1,8 @@
 """Elementwise activations and softmax, mirroring ``torch.nn.functional``.
 
 Every function takes and returns a ``jax.Array`` of the same shape (``glu`` halves one dim).
-``inplace=`` is accepted for torch compatibility and ignored: jax arrays are immutable, so the
-result is always a new array (bind it: ``x = F.relu(x, inplace=True)``).
+``inplace=`` is accepted for torch compatibility: jax arrays are immutable, so the result here
+is always a new array; ``spx.nn.functional`` writes it into a Tensor input, as torch does.
 
 Gradients follow torch's backward formulas at the kinks (e.g. ``relu'(0) = 0``,
 ``hardtanh'`` is 0 at the clip bounds, ``leaky_relu'(0) = negative_slope``), which is why some

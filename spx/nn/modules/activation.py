@@ -1,9 +1,8 @@
 """Activation modules: thin Modules over ``spx.nn.functional``, mirroring ``torch.nn``'s.
 
 Each keeps torch's constructor arguments as attributes and prints torch's ``extra_repr``.
-Elementwise ones take any shape and return the same shape. ``inplace=True`` is accepted (and
-shown in the repr, as torch shows it) but a new array is always returned: jax arrays are
-immutable.
+Elementwise ones take any shape and return the same shape. ``inplace=True`` writes the result
+into the input Tensor, as torch does (a jax array input, immutable, gets a new array).
 """
 
 from __future__ import annotations
@@ -39,6 +38,8 @@ class _Plain(Module):
             self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
+        if getattr(self, "inplace", False):
+            return type(self)._fn(input, inplace=True)
         return type(self)._fn(input)
 
     def extra_repr(self) -> str:
@@ -49,7 +50,7 @@ class ReLU(_Plain):
     """``max(0, x)`` (mirrors ``torch.nn.ReLU``).
 
     Args:
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -98,7 +99,7 @@ class SiLU(_Plain):
     """``x * sigmoid(x)`` (mirrors ``torch.nn.SiLU``).
 
     Args:
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -117,7 +118,7 @@ class Mish(_Plain):
     """``x * tanh(softplus(x))`` (mirrors ``torch.nn.Mish``).
 
     Args:
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -233,7 +234,7 @@ class LeakyReLU(Module):
 
     Args:
         negative_slope: slope for negative inputs.
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -250,7 +251,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + _inplace_repr(self.inplace, ", ")
@@ -267,7 +268,7 @@ class RReLU(Module):
         lower: lower bound of the slope distribution.
         upper: upper bound; ``lower > upper`` raises ValueError here (torch only fails at the
             first call).
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -294,7 +295,7 @@ class RReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.rrelu(input, self.lower, self.upper, self.training)
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}" + _inplace_repr(self.inplace, ", ")
@@ -305,7 +306,7 @@ class ELU(Module):
 
     Args:
         alpha: scale of the negative branch.
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -322,7 +323,7 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + _inplace_repr(self.inplace, ", ")
@@ -362,7 +363,7 @@ class Hardtanh(Module):
     Args:
         min_val: lower bound.
         max_val: upper bound (must exceed ``min_val``).
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Example:
         >>> import jax.numpy as jnp
@@ -381,7 +382,7 @@ class Hardtanh(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_repr(self.inplace, ", ")
@@ -391,7 +392,7 @@ class ReLU6(Hardtanh):
     """``min(max(0, x), 6)`` (mirrors ``torch.nn.ReLU6``).
 
     Args:
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Example:
         >>> import jax.numpy as jnp
@@ -492,7 +493,7 @@ class CELU(Module):
 
     Args:
         alpha: scale of the negative branch.
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
     """
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
@@ -501,7 +502,7 @@ class CELU(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + _inplace_repr(self.inplace, ", ")
@@ -551,7 +552,7 @@ class Threshold(Module):
     Args:
         threshold: the cut-off.
         value: the replacement below it.
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
     """
 
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
@@ -561,7 +562,7 @@ class Threshold(Module):
         self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        return F.threshold(input, self.threshold, self.value)
+        return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self.inplace, ", ")

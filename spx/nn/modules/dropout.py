@@ -40,7 +40,7 @@ class _DropoutNd(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.p, self.training)
+        return type(self)._fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -53,7 +53,7 @@ class Dropout(_DropoutNd):
 
     Args:
         p: drop probability in ``[0, 1]`` (ValueError otherwise).
-        inplace: accepted for torch compatibility; the result is always a new array.
+        inplace: write the result into the input Tensor and return it, as torch does.
 
     Shapes:
         input ``(*)`` -> output ``(*)``.
@@ -76,7 +76,7 @@ class Dropout1d(_DropoutNd):
 
     Args:
         p: channel drop probability in ``[0, 1]``.
-        inplace: accepted for torch compatibility.
+        inplace: write the result into the input Tensor, as torch does.
 
     Shapes:
         ``(N, C, L)`` or ``(C, L)`` -> same.
@@ -96,7 +96,7 @@ class Dropout2d(_DropoutNd):
 
     Args:
         p: channel drop probability in ``[0, 1]``.
-        inplace: accepted for torch compatibility.
+        inplace: write the result into the input Tensor, as torch does.
 
     Shapes:
         ``(N, C, H, W)`` -> same (a 3-D input is read as ``(N, C, L)``, as in torch).
@@ -116,7 +116,7 @@ class Dropout3d(_DropoutNd):
 
     Args:
         p: channel drop probability in ``[0, 1]``.
-        inplace: accepted for torch compatibility.
+        inplace: write the result into the input Tensor, as torch does.
 
     Example:
         >>> import jax.numpy as jnp
@@ -133,7 +133,7 @@ class AlphaDropout(_DropoutNd):
 
     Args:
         p: drop probability in ``[0, 1]``.
-        inplace: accepted for torch compatibility.
+        inplace: write the result into the input Tensor, as torch does.
 
     Example:
         >>> import jax.numpy as jnp
@@ -154,7 +154,7 @@ class FeatureAlphaDropout(_DropoutNd):
 
     Args:
         p: channel drop probability in ``[0, 1]``.
-        inplace: accepted for torch compatibility.
+        inplace: write the result into the input Tensor, as torch does.
 
     Shapes:
         ``(N, C, *)`` -> same (at least 2 dims).
