@@ -412,7 +412,37 @@ def triplet_margin_with_distance_loss(
 
 batch_norm_with_stats = _recorded(_normalization.batch_norm_with_stats)
 group_norm = _recorded(_normalization.group_norm)
-instance_norm = _recorded(_normalization.instance_norm)
+_instance_norm_op = _recorded(_normalization.instance_norm)
+
+
+@functools.wraps(_normalization.instance_norm)
+def instance_norm(
+    input: Any,
+    running_mean: Any = None,
+    running_var: Any = None,
+    weight: Any = None,
+    bias: Any = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Any:
+    if use_input_stats and (running_mean is not None or running_var is not None):
+        # torch updates the running statistics in place here: each instance's mean and
+        # unbiased variance, averaged over the batch, blended in with `momentum`.
+        from spx.ops.creation import as_tensor
+
+        dims = tuple(range(2, len(input.shape)))
+        with _no_grad():
+            x = (input.detach() if isinstance(input, _Tensor) else as_tensor(input)).float()
+            new_stats = (x.mean(dim=dims).mean(0), x.var(dim=dims, unbiased=True).mean(0))
+            for old, new in zip((running_mean, running_var), new_stats, strict=True):
+                if hasattr(old, "copy_"):
+                    old.copy_(old * (1 - momentum) + new.to(old.dtype) * momentum)
+    return _instance_norm_op(
+        input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
+
+
 layer_norm = _recorded(_normalization.layer_norm)
 local_response_norm = _recorded(_normalization.local_response_norm)
 normalize = _recorded(_normalization.normalize)

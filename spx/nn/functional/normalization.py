@@ -258,11 +258,12 @@ def instance_norm(
 
     Args:
         input: ``(N, C, *spatial)``.
-        running_mean, running_var: ``(C,)``; used only when ``use_input_stats=False``. (torch
-            would also update them in place when ``use_input_stats=True``; spx does not.)
+        running_mean, running_var: ``(C,)``; used when ``use_input_stats=False``. With
+            ``use_input_stats=True``, ``spx.nn.functional.instance_norm`` updates Tensors
+            given here in place, as torch does (arrays here are immutable: not updated).
         weight, bias: ``(C,)`` affine parameters or None.
         use_input_stats: normalize with each instance's own statistics.
-        momentum: unused (no in-place update).
+        momentum: of that running-statistics update.
         eps: added to the variance.
 
     Example:

@@ -16,11 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from spx import _user_code
-from spx._tensor.grad_mode import no_grad
 from spx._tensor.tensor import Tensor
 from spx.nn import functional as F
 from spx.nn.modules.batchnorm import _BatchNorm
-from spx.ops.creation import as_tensor
 
 
 class _InstanceNorm(_BatchNorm):
@@ -68,9 +66,9 @@ class _InstanceNorm(_BatchNorm):
         return self._normalize(input)
 
     def _normalize(self, x: Tensor) -> Tensor:
+        # F.instance_norm updates the running statistics when it uses the input's (training
+        # with track_running_stats), as torch's does.
         use_input_stats = self.training or not self.track_running_stats
-        if use_input_stats and self.running_mean is not None and self.training:
-            self._update_running_stats(x)
         return F.instance_norm(
             x,
             self.running_mean,
@@ -81,18 +79,6 @@ class _InstanceNorm(_BatchNorm):
             0.0 if self.momentum is None else self.momentum,
             self.eps,
         )
-
-    def _update_running_stats(self, x: Tensor) -> None:
-        # torch: each instance's mean and unbiased variance, averaged over the batch, are
-        # blended into the running statistics with `momentum` (0 when momentum is None).
-        momentum = 0.0 if self.momentum is None else self.momentum
-        dims = tuple(range(2, x.ndim))
-        with no_grad():
-            xd = (x.detach() if isinstance(x, Tensor) else as_tensor(x)).float()
-            mean = xd.mean(dim=dims).mean(0)
-            var = xd.var(dim=dims, unbiased=True).mean(0)
-            for old, new in ((self.running_mean, mean), (self.running_var, var)):
-                old.copy_(old * (1 - momentum) + new.to(old.dtype) * momentum)
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -204,3 +204,16 @@ def test_normalize(p, dim):
 
 def test_normalize_zero_vector_is_zero():
     assert_close(F.normalize(jnp.zeros((2, 3))), np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("momentum", [0.1, 0.5])
+def test_instance_norm_updates_given_running_stats_in_place_as_torch(momentum):
+    x = randn(np.random.default_rng(3), 2, 3, 5)
+    stats = []
+    for m in (torch, spx):
+        rm, rv = m.zeros(3), m.ones(3)
+        out = m.nn.functional.instance_norm(m.tensor(x), rm, rv, momentum=momentum)
+        stats.append((rm.tolist(), rv.tolist(), np.asarray(out.tolist())))
+    np.testing.assert_allclose(stats[1][0], stats[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(stats[1][1], stats[0][1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(stats[1][2], stats[0][2], rtol=1e-4, atol=1e-5)
