@@ -595,3 +595,24 @@ def test_true_division_values_and_dtypes_are_torchs(fn):
     expected, got = fn(torch), fn(spx)
     assert str(got.dtype) == str(expected.dtype).removeprefix("torch.")
     np.testing.assert_allclose(got.tolist(), expected.tolist(), rtol=1e-6)
+
+
+EDGES = [
+    ("1 << t", lambda m: 1 << m.tensor([1, 2])),
+    ("8 >> t", lambda m: 8 >> m.tensor([1, 2])),
+    ("clamp(min=nan tensor)", lambda m: m.tensor([1.0, 2.0]).clamp(min=m.tensor(float("nan")))),
+    ("clamp(max=nan tensor)", lambda m: m.tensor([1.0, 2.0]).clamp(max=m.tensor(float("nan")))),
+    (
+        "clamp(tensor bounds, one nan)",
+        lambda m: m.tensor([1.0, 2.0]).clamp(m.tensor([0.0, 3.0]), m.tensor([0.5, float("nan")])),
+    ),
+    ("clamp of nan", lambda m: m.tensor([1.0, 2.0, float("nan")]).clamp(0.0, 1.5)),
+]
+
+
+@pytest.mark.parametrize("fn", [e[1] for e in EDGES], ids=[e[0] for e in EDGES])
+def test_reflected_shifts_and_nan_clamp_bounds_are_torchs(fn):
+    import torch
+
+    expected, got = fn(torch), fn(spx)
+    np.testing.assert_array_equal(np.asarray(got.tolist()), np.asarray(expected.tolist()))

@@ -350,3 +350,21 @@ def test_integral_reductions_accumulate_in_torchs_int64(fn, dtype):
     got = fn(spx.tensor(array))
     assert str(got.dtype) == str(expected.dtype).replace("torch.", "").replace("int64", "int32")
     np.testing.assert_array_equal((got - 1000).numpy(), (expected - 1000).numpy())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.var(correction=5),
+        lambda x: x.std(correction=2),
+        lambda x: x.reshape(2, 2).var(dim=0, correction=3),
+        lambda x: x.var(correction=4),
+    ],
+)
+def test_a_correction_past_the_count_divides_by_zero_as_torch(fn):
+    # torch divides by max(0, N - correction): inf (NaN for a zero sum), not a negative count.
+    import torch
+
+    x = np.array([1.0, 2.0, 4.0, 4.0], np.float32)
+    expected = fn(torch.tensor(x)).numpy()
+    np.testing.assert_array_equal(fn(spx.tensor(x)).numpy(), expected)

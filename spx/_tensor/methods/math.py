@@ -249,20 +249,18 @@ def _round_decimals(x: Any, decimals: int) -> Any:
 # torch's clamp passes the gradient to x on the closed interval [min, max] (a max/min pair
 # would halve it at the bounds), and gives max everywhere when min > max.
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
-    x, lo = _zero_dim(x, lo)
-    x, hi = _zero_dim(x, hi)
-    out = jnp.where(x < lo, lo, x)
-    return jnp.where(out > hi, hi, out)
+    return _clamp_max(_clamp_min(x, lo), hi)
 
 
+# A NaN bound gives NaN, as in torch (a comparison with NaN is false: `x < nan` kept x).
 def _clamp_min(x: Any, lo: Any) -> Any:
     x, lo = _zero_dim(x, lo)
-    return jnp.where(x < lo, lo, x)
+    return jnp.where((x < lo) | (lo != lo), lo, x)
 
 
 def _clamp_max(x: Any, hi: Any) -> Any:
     x, hi = _zero_dim(x, hi)
-    return jnp.where(x > hi, hi, x)
+    return jnp.where((x > hi) | (hi != hi), hi, x)
 
 
 def _nan_to_num(x: Any, nan: float, posinf: float | None, neginf: float | None) -> Any:
@@ -557,6 +555,7 @@ _REFLECTED = {
     "__rmul__": _mul, "__rtruediv__": _true_divide,
     "__rfloordiv__": jnp.floor_divide, "__rmod__": jnp.remainder, "__rpow__": _pow,
     "__rand__": _bitwise_and, "__ror__": _bitwise_or, "__rxor__": _bitwise_xor,
+    "__rlshift__": jnp.left_shift, "__rrshift__": jnp.right_shift,
 }  # fmt: skip
 _OPERATORS = {name: _with_rule(fn) for name, fn in _OPERATORS.items()}
 _REFLECTED = {name: _with_rule(fn) for name, fn in _REFLECTED.items()}

@@ -51,6 +51,12 @@ def _nanmean(x: Any, axis: tuple | None, keepdims: bool, dtype: Any) -> Any:
 
 @half_in_float32
 def _var(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
+    n = math.prod(x.shape) if axis is None else math.prod(x.shape[a] for a in axis)
+    if n - correction <= 0:
+        # torch divides by max(0, N - correction): inf (NaN for constant data); jnp.var would
+        # divide by a negative count.
+        var = jnp.var(x, axis=axis, keepdims=keepdims) * n
+        return var / jnp.zeros((), var.dtype)
     return jnp.var(x, axis=axis, ddof=correction, keepdims=keepdims)
 
 
@@ -58,7 +64,7 @@ def _var(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
 def _std(x: Any, axis: tuple | None, correction: float, keepdims: bool) -> Any:
     # The root of the variance with torch's zero gradient where it is 0 (constant rows), where
     # jnp.std's derivative is 0 / 0 = NaN.
-    return _safe_root(jnp.var(x, axis=axis, ddof=correction, keepdims=keepdims), 2)
+    return _safe_root(_var.__wrapped__(x, axis, correction, keepdims), 2)
 
 
 def _amax(x: Any, axis: tuple | None, keepdims: bool) -> Any:
