@@ -229,3 +229,20 @@ def test_a_zero_d_integer_tensor_index_is_a_view_as_torchs():
     assert x[spx.tensor(1), :, spx.tensor([0, 1])].shape == (4, 2)  # torch's select-first shape
     with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 3"):
         x[spx.tensor(7)]
+    with pytest.raises(IndexError, match="index 8 is out of bounds for dimension 0 with size 3"):
+        x[spx.tensor(5) + 3].sum().item()  # a pending index: checked once computed
+
+
+def test_a_zero_d_index_selects_the_same_way_under_spx_compile():
+    # Traced, the index is still a select (a view): eager and compiled code write alike.
+    def write(x, j):
+        x[j].add_(1.0)
+        x[j - 3][0] = 5.0  # negative: counts from the end
+        return x
+
+    import torch
+
+    expected = write(torch.zeros(3, 2), torch.tensor(1)).tolist()
+    assert expected == [[0.0, 0.0], [5.0, 1.0], [0.0, 0.0]]
+    assert write(spx.zeros(3, 2), spx.tensor(1)).tolist() == expected
+    assert spx.compile(write)(spx.zeros(3, 2), spx.tensor(1)).tolist() == expected

@@ -143,7 +143,7 @@ def _index_step(spec: tuple, shape: tuple, strides: tuple) -> tuple[tuple, tuple
             n = len(range(shape[axis])[slice(lo, hi, step)])
             sh.append(n)
             st.append(strides[axis] * (1 if step is None else step))
-        # "i": the dimension is removed
+        # "i" / "I" (an int / a 0-d integer tensor): the dimension is removed
         axis += 1
     return tuple(sh) + shape[axis:], tuple(st) + strides[axis:]
 

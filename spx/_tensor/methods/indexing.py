@@ -47,6 +47,10 @@ def _index(x: Any, *rest: Any) -> Any:
         if kind == "i":
             x = lax.dynamic_index_in_dim(x, next(dyn), axis, keepdims=False)
             continue
+        if kind == "I":  # a 0-d integer tensor: negative ones count from the end
+            i = jnp.remainder(next(dyn), x.shape[axis])
+            x = lax.dynamic_index_in_dim(x, i, axis, keepdims=False)
+            continue
         if kind == "s":
             x = lax.dynamic_slice_in_dim(x, next(dyn), e[1], axis)
             index.append(slice(None))
@@ -320,20 +324,26 @@ def _uint8_as_mask(e: Any) -> Any:
     return e.bool() if hasattr(e, "_ref") else e.astype(bool)
 
 
+class _IntTensor:
+    """A 0-d integer tensor or array used as an index: torch selects with it as with an int."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def _scalar_int_index(e: Any) -> Any:
-    """A 0-d integer tensor or array as the int it holds, as torch indexes with it on the CPU:
-    a select, so ``x[i]`` is a view and ``x[i][1] = 7`` writes into ``x`` (``for i in
-    arange(3)``). Its value is computed if pending (torch reads it too); a traced one stays an
-    index array (a copy)."""
+    """A 0-d integer index as an int (numpy) or an :class:`_IntTensor` (a Tensor or a jax
+    array), as torch indexes with it: a select, so ``x[i]`` is a view and ``x[i][1] = 7``
+    writes into ``x`` (``for i in arange(3)``). The tensor's value is not read here: the
+    program selects with it (also under ``spx.compile``, where it is traced)."""
     if isinstance(e, list) or not _is_array_like(e):
         return e
     ndim = e.ndim if hasattr(e, "_ref") else np.ndim(e)
     if ndim or not np.issubdtype(np.dtype(_dtype_of(e)), np.integer):
         return e
-    value = e._value() if hasattr(e, "_ref") else e
-    if isinstance(value, jax.core.Tracer):
-        return e
-    return int(np.asarray(value))
+    return int(e) if isinstance(e, np.ndarray) else _IntTensor(e)
 
 
 def _is_scalar_bool(e: Any) -> bool:
@@ -405,6 +415,13 @@ def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
                 dyn.append(lo if length else 0)
             else:
                 spec.append(("S", lo, hi, step))
+            axis += 1
+        elif isinstance(e, _IntTensor):
+            # Range-checked as torch does, once its value is known (not under a trace); the
+            # program wraps a negative one.
+            checks.when_known(e.value, _bounds_check(shape[axis], axis))
+            spec.append(("I",))
+            dyn.append(e.value)
             axis += 1
         elif isinstance(e, int | np.integer) and not isinstance(e, bool):
             n = shape[axis]
