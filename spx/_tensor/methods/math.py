@@ -76,25 +76,28 @@ def _integral_dtype(v: Any) -> bool:
     return dtype is not None and _category(dtype) <= 1
 
 
-def _floating_array(v: Any) -> bool:
+def _floating_tensor(v: Any) -> bool:
+    # A floating array, not a Python float (weakly typed once recorded): 2.5 next to an
+    # integer tensor must not make the result float64 under x64.
     dtype = getattr(v, "dtype", None)
-    return dtype is not None and _category(dtype) >= 2
+    return dtype is not None and _category(dtype) >= 2 and not jax.typeof(v).weak_type
 
 
 def _on_floats(fn: Any) -> Any:
     """``fn(x, y)`` for ops whose result is floating (true division, copysign, float_power),
-    with torch's 0-d rule. Integer and bool operands are computed in float32, as torch does,
-    unless the other operand is a floating tensor (whose dtype the result takes): JAX would
-    first cast a Python int or a 0-d tensor to the integer tensor's dtype (``uint8 / -2``
-    divided by 254) and divide bools as bools (``False / 0`` gave 0, torch's is NaN)."""
+    with torch's 0-d rule. Integer and bool operands are computed in the default float type
+    (float32; float64 with x64), as torch does, unless the other operand is a floating tensor
+    (whose dtype the result takes): JAX would first cast a Python int or a 0-d tensor to the
+    integer tensor's dtype (``uint8 / -2`` divided by 254)."""
 
     def binary(x: Any, y: Any) -> Any:
         x = float(x) if type(x) is int else x
         y = float(y) if type(y) is int else y
-        if not _floating_array(y) and _integral_dtype(x):
-            x = x.astype(jnp.float32)
-        if not _floating_array(x) and _integral_dtype(y):
-            y = y.astype(jnp.float32)
+        wide = jax.dtypes.canonicalize_dtype(jnp.float64)
+        if not _floating_tensor(y) and _integral_dtype(x):
+            x = x.astype(wide)
+        if not _floating_tensor(x) and _integral_dtype(y):
+            y = y.astype(wide)
         x, y = _zero_dim(x, y)
         return fn(x, y)
 
