@@ -587,7 +587,7 @@ def _honour_inplace(fn: Callable) -> Callable:
         out = fn(input, *args, **kwargs)
         inplace = kwargs.get("inplace", args[at] if len(args) > at else False)
         if inplace and isinstance(input, _Tensor) and out is not input:
-            return input.copy_(out)
+            return input._assign(out)  # as Tensor.relu_ writes: one in-place rebind
         return out
 
     return wrapper

@@ -35,7 +35,8 @@ def relu(input: Array, inplace: bool = False) -> Array:
 
     Args:
         input: any shape.
-        inplace: ignored (arrays are immutable).
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
 
     Example:
         >>> F.relu(jnp.array([-1.0, 2.0]))  # [0., 2.]
@@ -58,7 +59,8 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
     Args:
         input: any shape.
         negative_slope: slope for negative inputs.
-        inplace: ignored.
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
 
     Example:
         >>> F.leaky_relu(jnp.array([-1.0, 2.0]), 0.1)  # [-0.1, 2.]
@@ -96,7 +98,8 @@ def rrelu(
         lower: lower bound of the slope distribution.
         upper: upper bound (``lower <= upper``, else RuntimeError).
         training: draw random slopes (True) or use their mean (False).
-        inplace: ignored (arrays are immutable).
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
         key: jax PRNG key for the slopes; default: the next key of ``spx.manual_seed``'s
             generator (drawn only while training).
 
@@ -326,7 +329,8 @@ def threshold(input: Array, threshold: float, value: float, inplace: bool = Fals
         input: any shape.
         threshold: values at or below it are replaced.
         value: the replacement.
-        inplace: ignored.
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
 
     Example:
         >>> F.threshold(jnp.array([0.1, 2.0]), 1.0, -1.0)  # [-1., 2.]

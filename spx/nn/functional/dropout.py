@@ -7,7 +7,8 @@ or ``training=False`` returns the input itself.
 
 Randomness: pass ``key=`` (a jax PRNG key) for an explicit, reproducible mask; without it the
 mask draws from the calling rank's generator seeded by ``spx.manual_seed`` (the same key gives
-the same mask). ``inplace=`` is accepted and ignored: a new array is returned.
+the same mask). ``inplace=True`` writes into a Tensor input (``spx.nn.functional``); a jax
+array is immutable: a new one is returned.
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.dropout.html
 """
@@ -56,7 +57,8 @@ def dropout(
         input: any shape.
         p: drop probability in ``[0, 1]`` (ValueError otherwise).
         training: apply dropout (default True, like torch); False returns ``input``.
-        inplace: ignored (arrays are immutable).
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
         key: jax PRNG key for the mask; default: the next key of ``spx.manual_seed``'s
             generator.
 
@@ -213,7 +215,8 @@ def feature_alpha_dropout(
         input: ``(N, C, *)``.
         p: channel drop probability in ``[0, 1]``.
         training: apply dropout (default False, as torch's).
-        inplace: ignored (arrays are immutable).
+        inplace: writes into a Tensor input (``spx.nn.functional``); a jax array is
+            immutable: a new one is returned.
         key: jax PRNG key for the mask; default: the next key of ``spx.manual_seed``'s
             generator.
 

@@ -27,7 +27,7 @@ def _inplace_repr(inplace: bool, lead: str = "") -> str:
 
 
 class _Plain(Module):
-    """An activation without arguments besides torch's ignored ``inplace``."""
+    """An activation without arguments besides torch's ``inplace`` (for those that have it)."""
 
     _fn: Any = None
     _has_inplace = False
@@ -38,7 +38,7 @@ class _Plain(Module):
             self.inplace = inplace
 
     def forward(self, input: Array) -> Array:
-        if getattr(self, "inplace", False):
+        if self._has_inplace and self.inplace:
             return type(self)._fn(input, inplace=True)
         return type(self)._fn(input)
 
