@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import tempfile
 
 import pytest
 
@@ -23,6 +24,9 @@ MODULES = [
 # any fork, but the child only calls prctl and execs (spx-run itself never starts JAX).
 @pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name):
+def test_docstring_examples(name, tmp_path, monkeypatch):
+    # The examples make temporary files and directories (log dirs, a tailed file): in
+    # tmp_path, so that the test leaves nothing in /tmp.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0, result
