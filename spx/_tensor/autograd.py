@@ -180,9 +180,12 @@ def backward(
             accumulate=accumulate,
             retain_graph=bool(retain_graph),
             retained=_retained(cuts),
+            none_for_zero=True,
         )
     leaves = []
     for g, diff in zip(grads, diffs, strict=True):
+        if g is None:  # no gradient reaches it (see spx._tensor.zero_grads): .grad is kept
+            continue
         leaf, tensor_hooks = receiver(diff), hooks(diff)
         _set_grad(leaf, run_hooks(tensor_hooks, g), add=bool(stops or tensor_hooks))
         leaves.append(leaf)
@@ -240,10 +243,12 @@ def grad(
     else:
         grads, diffs = program.run(
             roots=roots, cotangents=cots, cuts=cuts, accumulate=_accumulate_retained,
-            retain_graph=bool(retain_graph), retained=_retained(cuts),
+            retain_graph=bool(retain_graph), retained=_retained(cuts), none_for_zero=True,
         )  # fmt: skip
     found: dict[int, Any] = {}
     for d, g in zip(diffs, grads, strict=True):
+        if g is None:  # no gradient reaches it: an unused input, as in torch
+            continue
         if type(d) is int:
             t = ins[d]
             if cuts[d][0].fn is graph.LEAF:  # a leaf input's hooks run as in torch

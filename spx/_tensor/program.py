@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from spx import _user_code
-from spx._tensor import checks
+from spx._tensor import checks, zero_grads
 from spx._tensor.graph import LEAF, NO_GRADIENT, STATE, Node, Storage, take_pending
 
 BACKWARD_TWICE = (
@@ -46,6 +46,11 @@ _PROGRAMS: dict[Any, Any] = {}
 # Functions whose computed nodes drop their inputs: a packed gradient buffer (spx.compile)
 # need not outlive the slices taken from it.
 RELEASES_INPUTS: set[Any] = set()
+# Functions of nodes (or, for recorded calls, the function called) whose one vjp covers many
+# inputs that torch's graph connects separately: a recorded backward (create_graph), an
+# autograd.Function. A gradient through them may be zero by structure, where torch's is None
+# (see spx._tensor.zero_grads); elsewhere the graph of nodes already is torch's.
+COARSE: set[Any] = set()
 
 Ref = tuple[Node, int]
 
@@ -335,7 +340,7 @@ def _program(key: tuple) -> Any:
     program = _PROGRAMS.get(key)
     if program is not None:
         return program
-    entries, deps, value_slots, root_slots, has_cot, acc_slots = key
+    entries, deps, value_slots, root_slots, has_cot, acc_slots, none_for_zero = key
     # Per entry: ("in", slot) | ("diff", slot, source slot) | ("op", slot, dep, fn, static, ...)
     inputs_at, diffs_at, ops = [], [], []
     slot_dep: list[bool] = []
@@ -356,6 +361,9 @@ def _program(key: tuple) -> Any:
             slot += n_out
         slot_dep.extend([dep] * (slot - len(slot_dep)))
     n_slots = slot
+    none_for_zero = none_for_zero and any(
+        fn in COARSE or (static and static[0] in COARSE) for _, _, fn, static, _, _ in ops
+    )
     # A differentiated input whose value is computed from other differentiated inputs (a leaf
     # made by ``y.detach().requires_grad_()`` from a pending ``y``): its value is needed before
     # the vjp, where only the entries that depend on no differentiated input have run.
@@ -409,9 +417,15 @@ def _program(key: tuple) -> Any:
         cots = cotangents if has_cot else [jnp.ones_like(r) for r in roots]
         # Complex numbers: torch's gradient is the conjugate of JAX's vjp (conjugate Wirtinger
         # convention), and so is the gradient torch takes in: conj(vjp(conj(cotangent))).
-        (grads,) = vjp([_conj(c) for c in cots])
-        grads = [_conj(g) for g in grads]
-        grads = [g if a is None else g + env[a] for g, a in zip(grads, acc_slots, strict=True)]
+        conj_cots = [_conj(c) for c in cots]
+        if none_for_zero:
+            grads, zero = zero_grads.pull_back(lambda c: vjp(c)[0], conj_cots)
+        else:
+            (grads,), zero = vjp(conj_cots), [False] * len(diffs_at)
+        grads = [
+            None if z else _conj(g) if a is None else _conj(g) + env[a]
+            for g, a, z in zip(grads, acc_slots, zero, strict=True)
+        ]
         return values, grads
 
     # keep_unused: an input the program does not read still places it (``x.zero_()`` reads no
@@ -432,6 +446,7 @@ def run(
     retained: dict[tuple[int, int], Any] | None = None,
     stops: dict[tuple[int, int], Any] | None = None,
     walked: list[Node] | None = None,
+    none_for_zero: bool = False,
 ) -> tuple[list[Any], list[Any]]:
     """Compute ``wanted`` and every alive pending storage; with ``roots``, backpropagate.
 
@@ -453,6 +468,8 @@ def run(
             without flowing on to their ancestors.
         walked: if given, the nodes this backward went through are appended (for the caller
             to free, with ``retain_graph=True`` here, once its last pass is done).
+        none_for_zero: a gradient zero by structure (no path from the roots carries one: see
+            :mod:`~spx._tensor.zero_grads`) comes back as None, torch's undefined gradient.
 
     Returns:
         ``(grads, diffs)``: the gradients, and for each the LEAF node, position in ``cuts`` or
@@ -490,6 +507,7 @@ def run(
         root_slots,
         cotangents is not None,
         acc_slots,
+        none_for_zero,
     )
     try:
         values, grads = _program(key)(walk.inputs, list(cotangents or ()))
@@ -507,7 +525,7 @@ def run(
         # (and only their own reader sees an error).
         out = run(
             wanted, roots, cotangents, cuts, accumulate, retain_graph, False, retained, stops,
-            walked,
+            walked, none_for_zero,
         )  # fmt: skip
         checks.settle()  # the checked values the combined program left out
         return out
@@ -544,6 +562,7 @@ def _grad_fn(key: tuple, n_inputs: int) -> Any:
             return grads[0] if len(grads) == 1 else tuple(grads)
 
         _GRAD_FNS[key] = fn
+        COARSE.add(fn)
     return fn
 
 
@@ -577,7 +596,15 @@ def record_backward(
     )
     if not walk.diffs:
         return None, []
-    key = (tuple(walk.entries), tuple(walk.deps), (), root_slots, cotangents is not None, acc_slots)
+    key = (
+        tuple(walk.entries),
+        tuple(walk.deps),
+        (),
+        root_slots,
+        cotangents is not None,
+        acc_slots,
+        False,
+    )
     inputs: list[Any] = []
     for value, src in zip(walk.inputs, walk.input_refs, strict=True):
         if src is not None:

@@ -411,3 +411,31 @@ def test_layers_inside_a_function_keep_their_parameters_out_of_its_graph():
     Through.apply(x).sum().backward()
     assert layer.weight.grad is None
     np.testing.assert_array_equal(x.grad.numpy(), np.ones((1, 2), np.float32))
+
+
+def test_a_none_gradient_leaves_grad_none_as_in_torch():
+    # backward returns None for b: torch's engine gives b no gradient at all, so an optimizer
+    # with momentum or weight decay skips it.
+    def run(lib):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * 2, b * 3
+
+            @staticmethod
+            def backward(ctx, ga, gb):
+                return ga * 2, None
+
+        a = lib.ones(2, requires_grad=True)
+        b = lib.ones(2, requires_grad=True)
+        oa, ob = Twice.apply(a, b)
+        (oa.sum() + ob.sum()).backward()
+        loss = sum(o.sum() for o in Twice.apply(a, b))
+        ga, gb = lib.autograd.grad(loss, [a, b], allow_unused=True)
+        return a.grad, b.grad, ga, gb
+
+    got, want = run(spx), run(torch)
+    assert want[1] is None and want[3] is None
+    assert got[1] is None and got[3] is None
+    np.testing.assert_allclose(np.asarray(got[0]), want[0].numpy())
+    np.testing.assert_allclose(np.asarray(got[2]), want[2].numpy())

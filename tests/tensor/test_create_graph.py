@@ -139,3 +139,25 @@ def test_leaves_made_from_pending_results_are_differentiated_as_leaves():
         return first, n.grad, loc.grad, scale.grad
 
     _both(fn)
+
+
+def test_leaves_off_the_second_order_path_keep_grad_none():
+    # The penalty's graph reaches a and b (and x) but not c: torch leaves c.grad None, and so
+    # an optimizer with weight decay leaves c alone (a zero .grad would decay it).
+    def fn(lib):
+        a = lib.nn.Parameter(lib.tensor([1.0, 2.0]))
+        b = lib.nn.Parameter(lib.tensor([3.0, 4.0]))
+        c = lib.nn.Parameter(lib.tensor([0.5, 0.5]))
+        x = lib.tensor([1.0, -1.0], requires_grad=True)
+        y = (a * x**2).sum() + (b * x).sum() + c.sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (g**2).sum().backward(retain_graph=True)
+        assert c.grad is None
+        unused = lib.autograd.grad((g**3).sum(), [a, c], allow_unused=True, retain_graph=True)
+        assert unused[1] is None
+        with pytest.raises(RuntimeError, match="not have been used in the graph"):
+            lib.autograd.grad((g**3).sum(), c)
+        lib.optim.SGD([a, b, c], lr=0.1, weight_decay=0.5).step()
+        return a.grad, b.grad, x.grad, unused[0], a.detach(), c.detach()
+
+    _both(fn)
