@@ -80,12 +80,18 @@ def _roots_and_cotangents(tensors: list, grads: list) -> tuple[list, list | None
 
 
 def run_hooks(hooks: Any, value: Any) -> Any:
-    """``value`` through torch's tensor hooks: each may return a replacement (None keeps it)."""
+    """``value`` through torch's tensor hooks: each may return a replacement, or change the
+    gradient it is given in place and return None."""
     from spx._tensor.tensor import Tensor
 
     for hook in list(hooks):
-        out = hook(Tensor._of(value))
-        if out is not None:
+        given = Tensor._of(value)
+        out = hook(given)
+        if out is None:
+            # A hook may change the gradient in place (``g.clamp_(-c, c)``) and return None:
+            # torch's gradient is that tensor, written to.
+            value = given._value()
+        else:
             new = out._value() if isinstance(out, Tensor) else jnp.asarray(out)
             if tuple(new.shape) != tuple(value.shape):
                 raise RuntimeError(

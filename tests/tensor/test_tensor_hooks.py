@@ -263,3 +263,30 @@ def test_hooks_inside_the_functional_spx_backward_are_refused_with_the_way_that_
 
     with pytest.raises(RuntimeError, match=r"loss.backward\(\)"):
         spx.backward(loss_fn, model)
+
+
+def test_a_hook_that_changes_the_gradient_in_place_and_returns_none():
+    # torch's clipping idiom: ``p.register_hook(lambda g: g.clamp_(-c, c))`` written as a
+    # function returning None; the gradient is the tensor the hook wrote to.
+    def fn(lib):
+        def times_ten(g):
+            g.mul_(10)
+
+        def clip(g):
+            g.clamp_(-0.1, 0.1)
+
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.register_hook(times_ten)
+        (y * y).sum().backward()
+        m = lib.nn.Linear(2, 1)
+        for p in m.parameters():
+            p.register_hook(clip)
+        m(lib.ones(3, 2)).sum().backward()
+        z = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        z.register_hook(clip)
+        (gz,) = lib.autograd.grad((z * z).sum(), z)
+        return x.grad, y.grad, m.weight.grad, m.bias.grad, gz
+
+    _both(fn)
