@@ -7,7 +7,9 @@ File formats (``load`` tells them apart by their first bytes, not by the file na
 * **A flat state dict** — a ``dict``/``OrderedDict`` of ``str`` to arrays, such as
   ``model.state_dict()`` — is written as a plain safetensors file, readable by any safetensors
   reader (``safetensors.torch.load_file`` included): an 8-byte little-endian header length,
-  a JSON header, then the raw tensor bytes. Its header metadata holds ``"format": "pt"``.
+  a JSON header, then the raw tensor bytes. Its header metadata holds ``"format": "pt"`` and
+  ``"spx.order"`` (the dict's key order and type: ``load`` gives them back as torch's does,
+  where the safetensors header is sorted).
 * **Anything else** (``{'epoch': 3, 'model': ..., 'optimizer': opt.state_dict()}``, a bare
   tensor, a list ...) is one safetensors file too: its tensors are ``t0``, ``t1``, ... and the
   header metadata ``"spx.object"`` holds JSON describing the structure and pointing at them
@@ -46,6 +48,8 @@ from spx.serialization._torch_zip import is_torch_zip, read_torch_zip
 from spx.serialization.checkpoint import open_checkpoint
 
 _ARRAYS = (Tensor, jax.Array, np.ndarray, np.generic)
+# Header metadata of a flat state dict: its key order and container type (JSON).
+ORDER_KEY = "spx.order"
 
 _LEGACY = (
     "{source} is a torch.save file in the legacy (pre-1.6, _use_new_zipfile_serialization=False) "
@@ -126,6 +130,12 @@ def save(
     text = {"format": "pt", **check_metadata(metadata)}
     if _is_state_dict(obj):
         arrays = {check_key(k): to_host(k, v) for k, v in obj.items()}
+        if ORDER_KEY in text:
+            raise ValueError(f"metadata key {ORDER_KEY!r} is reserved for the saved key order")
+        # safetensors orders its header by dtype and name: the order of the dict (a
+        # state_dict's is the module's) and its type are kept beside it.
+        kind = "odict" if type(obj) is OrderedDict else "dict"
+        text[ORDER_KEY] = json.dumps({"type": kind, "keys": list(arrays)}, separators=(",", ":"))
     else:
         if OBJECT_KEY in text:
             raise ValueError(f"metadata key {OBJECT_KEY!r} is reserved for the saved structure")
@@ -273,7 +283,8 @@ def load(
             if not isinstance(key, str):
                 raise TypeError(f"keys must be strings, got {type(key).__name__} {key!r}")
         ckpt.check_keys(wanted)
-        return {key: ckpt[key] for key in wanted}
+        order = None if ckpt.sharded or keys is not None else ckpt.metadata.get(ORDER_KEY)
+        return _in_saved_order({key: ckpt[key] for key in wanted}, order, source)
 
 
 def _source(f: Any) -> str:
@@ -338,4 +349,25 @@ def _load_bytes(data: bytes, keys: Any, device: Any, weights_only: bool, source:
         raise KeyError(f"no tensor {missing[0]!r} in {source}; it has {sorted(arrays)[:8]}")
     from spx.serialization._arrays import to_device
 
-    return {k: to_device(arrays[k], target) for k in wanted}
+    loaded = {k: to_device(arrays[k], target) for k in wanted}
+    return _in_saved_order(loaded, None if keys is not None else metadata.get(ORDER_KEY), source)
+
+
+def _in_saved_order(loaded: dict[str, Any], order: str | None, source: str) -> dict[str, Any]:
+    """A flat state dict in the order, and of the type, it was saved with (``order``: the
+    header's :data:`ORDER_KEY` entry, None for files other writers made)."""
+    if order is None:
+        return loaded
+    try:
+        saved = json.loads(order)
+        keys, kind = saved["keys"], saved["type"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{source}: the saved key order in the header is corrupt ({e!r})"
+        ) from None
+    if sorted(keys) != sorted(loaded):
+        raise ValueError(
+            f"{source}: the saved key order names {len(keys)} tensors but the file holds "
+            f"{len(loaded)}; the file was changed after spx wrote it, re-save it"
+        )
+    return (OrderedDict if kind == "odict" else dict)((k, loaded[k]) for k in keys)

@@ -154,7 +154,8 @@ def test_flat_state_dict_is_still_plain_safetensors(tmp_path):
     from safetensors import safe_open
 
     with safe_open(str(path), framework="np") as f:
-        assert f.metadata() == {"format": "pt"} and sorted(f.keys()) == ["bias", "weight"]
+        assert f.metadata()["format"] == "pt" and sorted(f.keys()) == ["bias", "weight"]
+        assert set(f.metadata()) == {"format", "spx.order"}  # no structure: plain tensors
     theirs = st_torch.load_file(str(path))
     np.testing.assert_array_equal(theirs["weight"].numpy(), model.weight.detach().numpy())
     # The general format is safetensors too: torch's reader sees its tensors.

@@ -3,8 +3,10 @@ hand-built files, and the errors a user sees."""
 
 from __future__ import annotations
 
+import io
 import json
 import struct
+from collections import OrderedDict
 
 import jax
 import jax.numpy as jnp
@@ -125,7 +127,8 @@ def test_metadata_round_trips_with_torch_format_tag(tmp_path):
     from safetensors import safe_open
 
     with safe_open(str(path), framework="np") as f:
-        assert f.metadata() == {"format": "pt", "step": "10"}
+        order = '{"type":"dict","keys":["a"]}'  # the key order (safetensors sorts its header)
+        assert f.metadata() == {"format": "pt", "step": "10", "spx.order": order}
 
 
 def test_load_reads_only_requested_keys(tmp_path, file_log):
@@ -331,3 +334,30 @@ def test_save_computes_recorded_values(tmp_path):
     theirs = st_torch.load_file(str(tmp_path / "r.safetensors"))
     np.testing.assert_array_equal(theirs["doubled"].numpy(), np.arange(6.0).reshape(2, 3) * 2)
     np.testing.assert_array_equal(theirs["view"].numpy(), np.arange(6.0).reshape(2, 3).T)
+
+
+@pytest.mark.parametrize("to", ["path", "bytes"])
+def test_a_state_dict_comes_back_in_its_order_and_type_as_torchs(tmp_path, to):
+    # safetensors orders its header by dtype and name; torch.load gives the dict back as saved
+    # (code that zips ckpt.values() with model.parameters() depends on it).
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1))
+    ordered = OrderedDict([("z", spx.ones(2)), ("a", spx.zeros(1)), ("m", spx.arange(3))])
+    for obj in (model.state_dict(), ordered, dict(ordered)):
+        torch_obj = type(obj)((k, torch.from_numpy(np.asarray(v))) for k, v in obj.items())
+        want = torch.load(_round_trip(torch.save, torch_obj, tmp_path / "t.pt", to))
+        got = load(_round_trip(save, obj, tmp_path / "s.pt", to))
+        assert type(got) is type(want) is type(obj)
+        assert list(got) == list(want) == list(obj)
+    path = tmp_path / "plain.safetensors"  # another writer's file: its own order, a dict
+    st_torch.save_file({"b": torch.ones(1), "a": torch.ones(1)}, str(path))
+    assert sorted(load(path)) == ["a", "b"]
+
+
+def _round_trip(save_fn, obj, path, to):
+    if to == "path":
+        save_fn(obj, path)
+        return path
+    buffer = io.BytesIO()
+    save_fn(obj, buffer)
+    buffer.seek(0)
+    return buffer
