@@ -411,9 +411,12 @@ def _program(key: tuple) -> Any:
             for (s, _), v in zip(diffs_at, diff_values, strict=True):
                 local[s] = v
             replay(local, True)
-            return [local[s] for s in root_slots], [local[s] for s in value_slots]
+            # The .grad a gradient accumulates into may itself be computed here: a recorded
+            # gradient (backward(create_graph=True)) differentiated into its own leaf.
+            accs = [None if a is None else local[a] for a in acc_slots]
+            return [local[s] for s in root_slots], ([local[s] for s in value_slots], accs)
 
-        roots, vjp, values = jax.vjp(f, primals, has_aux=True)
+        roots, vjp, (values, accs) = jax.vjp(f, primals, has_aux=True)
         cots = cotangents if has_cot else [jnp.ones_like(r) for r in roots]
         # Complex numbers: torch's gradient is the conjugate of JAX's vjp (conjugate Wirtinger
         # convention), and so is the gradient torch takes in: conj(vjp(conj(cotangent))).
@@ -423,8 +426,8 @@ def _program(key: tuple) -> Any:
         else:
             (grads,), zero = vjp(conj_cots), [False] * len(diffs_at)
         grads = [
-            None if z else _conj(g) if a is None else _conj(g) + env[a]
-            for g, a, z in zip(grads, acc_slots, zero, strict=True)
+            None if z else _conj(g) if a is None else _conj(g) + a
+            for g, a, z in zip(grads, accs, zero, strict=True)
         ]
         return values, grads
 

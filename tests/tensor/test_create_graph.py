@@ -161,3 +161,19 @@ def test_leaves_off_the_second_order_path_keep_grad_none():
         return a.grad, b.grad, x.grad, unused[0], a.detach(), c.detach()
 
     _both(fn)
+
+
+def test_the_recorded_grad_differentiated_into_its_own_leaf():
+    # x.grad (recorded by backward(create_graph=True)) is itself differentiated, and the new
+    # gradient is added to it: the .grad accumulated into is computed in the same backward.
+    def fn(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        (x * x * x).sum().backward(create_graph=True)
+        x.grad.sum().backward()
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        (w * w).sum().backward(create_graph=True)
+        (w * w.sin()).sum().backward(create_graph=True)
+        w.grad.pow(2).sum().backward()
+        return x.grad.detach(), w.grad.detach()
+
+    _both(fn)
