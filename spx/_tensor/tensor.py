@@ -46,8 +46,12 @@ from spx._tensor.methods.indexing import IndexingMethods
 from spx._tensor.methods.inplace import InplaceMethods
 from spx._tensor.methods.math import MathMethods
 from spx._tensor.methods.reduction import ReductionMethods
-from spx._tensor.methods.shape import ShapeMethods
+from spx._tensor.methods.shape import ShapeMethods, _bitcast, _broadcast
 
+OVERLAPPING_WRITE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
 _LEAF_INPLACE = (
     "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
     "update in `with spx.no_grad():` (as optimizers and init functions do), or write to "
@@ -77,8 +81,14 @@ def _write_back(base: Any, new: Any, *rest: Any) -> Any:
     ``base`` and ``new``.
     """
     positions = jnp.arange(base.size, dtype=jnp.int32).reshape(base.shape)
-    index = _view_from(positions, *rest)
-    flat = base.reshape(-1).at[index.reshape(-1)].set(new.reshape(-1).astype(base.dtype))
+    # A dtype view (same item size) moves no element: its positions are its base's, and its
+    # values go back bit for bit (x.view(int32)[0] = 0 writes 0.0 into a float32 x).
+    chain = rest[-1]
+    moves = tuple(step for step in chain if step[0] is not _bitcast)
+    index = _view_from(positions, *rest[:-1], moves)
+    values = new.reshape(-1)
+    values = _bitcast(values, base.dtype) if len(moves) < len(chain) else values.astype(base.dtype)
+    flat = base.reshape(-1).at[index.reshape(-1)].set(values)
     return flat.reshape(base.shape)
 
 
@@ -126,15 +136,45 @@ def _detached_chain(chain: tuple) -> bool:
 class _View:
     """How a view derives from its base: ``chain`` of ``(fn, static, n_extra)`` steps applied
     to the base's value with ``extras`` (dynamic inputs such as slice starts); ``version`` is
-    the base's storage version the view's value was derived from."""
+    the base's storage version the view's value was derived from; ``overlaps``: whether two of
+    its elements are one element of the base (None until asked, see :func:`overlaps`)."""
 
-    __slots__ = ("base", "chain", "extras", "version")
+    __slots__ = ("base", "chain", "extras", "overlaps", "version")
 
     def __init__(self, base: Any, chain: tuple, extras: tuple, version: int) -> None:
         self.base = base
         self.chain = chain
         self.extras = extras
         self.version = version
+        self.overlaps: bool | None = None
+
+
+# View steps after which two elements of a view can be one element of its base (expand).
+MAY_OVERLAP = {_broadcast}
+
+
+def overlaps(view: _View) -> bool:
+    """Whether two elements of ``view`` are one element of its base (``x.expand(4, 3)``).
+
+    torch refuses most in-place writes into such a view (its strides make the elements one
+    memory location); spx would scatter the written view into the base with duplicate
+    positions, keeping an arbitrary one of them. Found once per view, from the positions of
+    the base's elements, only for chains with an expanding step.
+    """
+    if view.overlaps is None:
+        view.overlaps = any(fn in MAY_OVERLAP for fn, _, _ in view.chain) and _repeats(view)
+    return view.overlaps
+
+
+def _repeats(view: _View) -> bool:
+    shape = view.base._aval.shape
+    positions = jnp.arange(int(np.prod(shape)), dtype=jnp.int32).reshape(shape)
+    extras = [e._value() if isinstance(e, Tensor) else e for e in view.extras]
+    try:
+        index = np.asarray(_view_from(positions, *extras, view.chain))
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return False  # a traced slice start (spx.compile): not known here
+    return np.unique(index).size < index.size
 
 
 class Tensor(
@@ -311,9 +351,15 @@ class Tensor(
 
             raise inplace_error(target)
 
-    def _assign(self, new: Tensor) -> Tensor:
-        """Make ``new``'s value this tensor's value (in place; through the base for a view)."""
+    def _assign(self, new: Tensor, same_everywhere: bool = False) -> Tensor:
+        """Make ``new``'s value this tensor's value (in place; through the base for a view).
+
+        ``same_everywhere``: ``new`` is one value repeated (``fill_``, ``zero_``), which torch
+        writes into an expanded view too; other writes into one raise torch's error.
+        """
         self._check_inplace()
+        if self._view is not None and not same_everywhere and overlaps(self._view):
+            raise RuntimeError(OVERLAPPING_WRITE)
         aval = self._aval
         if new.shape != aval.shape:
             raise RuntimeError(

@@ -546,6 +546,19 @@ class IndexingMethods:
         return out
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        view = self._view
+        if view is not None:
+            from spx._tensor.tensor import OVERLAPPING_WRITE, overlaps
+
+            if overlaps(view):
+                # An expanded view: torch writes the indexed part when it is itself one
+                # element per base element (``e[0] = v`` of ``x.expand(4, 3)``), else refuses.
+                part = self[index]
+                pv = part._view
+                if pv is None or pv.chain[: len(view.chain)] != view.chain or overlaps(pv):
+                    raise RuntimeError(OVERLAPPING_WRITE)
+                part[...] = value
+                return
         shape = self._aval.shape
         if (
             (hasattr(index, "_ref") or isinstance(index, jax.Array | np.ndarray))

@@ -183,10 +183,11 @@ class InplaceMethods:
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions. (To write a tensor's values: x.copy_(value).)"
             )
-        return self._assign_op(_full_like, (), (self, moved_to(value, current_device(self))))
+        value = moved_to(value, current_device(self))
+        return self._assign(apply(_full_like, (), (self, value)), same_everywhere=True)
 
     def zero_(self) -> Any:
-        return self._assign_op(_full_like, (), (self, 0))
+        return self._assign(apply(_full_like, (), (self, 0)), same_everywhere=True)
 
     def fill_diagonal_(self, fill_value: Any, wrap: bool = False) -> Any:
         """Fill the main diagonal (of a matrix, or of an N-D tensor with equal sizes)."""
