@@ -16,9 +16,7 @@ import numpy as np
 
 from spx import _context
 from spx._tensor.tensor import Tensor
-from spx.data.collate import _rebuild_mapping, _rebuild_sequence
-
-_NUMERIC_KINDS = frozenset("biufc")
+from spx.data.collate import _rebuild_mapping, _rebuild_sequence, is_numeric
 
 DeviceLike = str | jax.Device | jax.sharding.Sharding
 
@@ -58,12 +56,12 @@ def resolve_target(device: DeviceLike | None) -> jax.Device | jax.sharding.Shard
 
 def _leaf_to_jax(x: Any, target: Any) -> Any:
     if isinstance(x, np.ndarray):
-        if x.dtype.kind not in _NUMERIC_KINDS:
+        if not is_numeric(x.dtype):
             return x
         # jnp.asarray is the cheapest host-to-device path for the default device (about half
         # the cost of jax.device_put on CPU); an explicit placement needs device_put.
         return Tensor._of(jnp.asarray(x) if target is None else jax.device_put(x, target))
-    if isinstance(x, np.generic) and x.dtype.kind in _NUMERIC_KINDS:
+    if isinstance(x, np.generic) and is_numeric(x.dtype):
         return _leaf_to_jax(np.asarray(x), target)
     if isinstance(x, jax.Array):
         return Tensor._of(x if target is None else jax.device_put(x, target))

@@ -20,7 +20,22 @@ from typing import Any
 
 import numpy as np
 
-_STR_OBJECT_KINDS = frozenset("SaUOV")
+from spx._tensor.tensor import Tensor
+
+_NUMERIC_KINDS = frozenset("biufc")
+
+
+def is_numeric(dtype: np.dtype) -> bool:
+    """Whether arrays of ``dtype`` batch and move to a device: numpy's numbers and bools, and
+    ml_dtypes' (bfloat16, float8: numpy kind ``'V'``, as structured and raw void dtypes).
+
+    Example:
+        >>> import ml_dtypes
+        >>> is_numeric(np.dtype(ml_dtypes.bfloat16)), is_numeric(np.dtype("U3"))
+        (True, False)
+    """
+    return dtype.kind in _NUMERIC_KINDS or dtype.type.__module__.startswith("ml_dtypes")
+
 
 _BAD_TYPE = (
     "default_collate: samples must contain numpy/jax arrays, numbers, strings, dicts, lists "
@@ -41,7 +56,7 @@ def _python_scalar_dtype(kind: type) -> np.dtype:
 
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
     first = arrays[0]
-    if first.dtype.kind in _STR_OBJECT_KINDS:
+    if not is_numeric(first.dtype):
         raise TypeError(_BAD_TYPE.format(f"an array of dtype {first.dtype}"))
     for i, a in enumerate(arrays):
         if a.shape != first.shape:
@@ -84,11 +99,15 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if len(batch) == 0:
         raise ValueError("default_collate: got an empty batch; a batch needs at least one sample")
     elem = batch[0]
+    if isinstance(elem, Tensor) and any(x.requires_grad for x in batch):
+        from spx.ops import stack
+
+        return stack(list(batch))  # torch's stack: the batch stays in the graph
     if _is_array(elem):
         return _stack([np.asarray(x) for x in batch])
     if isinstance(elem, np.generic):
-        if elem.dtype.kind in _STR_OBJECT_KINDS:
-            return list(batch)
+        if not is_numeric(elem.dtype):
+            return batch
         return np.asarray(batch)
     # bool before int: bool is an int subclass but batches to a bool array.
     if isinstance(elem, bool):
@@ -103,7 +122,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
                 "True)) or store the values in a numpy int64 array"
             ) from e
     if isinstance(elem, str | bytes):
-        return list(batch)
+        return batch  # as torch: the list given, or a field's tuple
     if isinstance(elem, collections.abc.Mapping):
         out = {key: default_collate([d[key] for d in batch]) for key in elem}
         return _rebuild_mapping(elem, out)
@@ -117,7 +136,8 @@ def default_collate(batch: Sequence[Any]) -> Any:
                     f"default_collate: sample 0 has {size} fields but sample {i} has "
                     f"{len(sample)}; each element in list of batch should be of equal size"
                 )
-        fields = [default_collate(list(s)) for s in zip(*batch, strict=True)]
+        # Each field is collated as the tuple zip makes (torch's: strings stay that tuple).
+        fields = [default_collate(s) for s in zip(*batch, strict=True)]
         if isinstance(elem, tuple):
             return fields  # torch returns a list here, for backward compatibility
         return _rebuild_sequence(elem, fields)
@@ -165,7 +185,7 @@ def default_convert(data: Any) -> Any:
         >>> default_convert({"x": np.float32(1.5)})["x"].shape
         ()
     """
-    if isinstance(data, np.generic) and data.dtype.kind not in _STR_OBJECT_KINDS:
+    if isinstance(data, np.generic) and is_numeric(data.dtype):
         return np.asarray(data)
     if isinstance(data, np.ndarray | str | bytes) or _is_array(data):
         return data

@@ -26,13 +26,13 @@ import numpy as np
 
 from spx import _validate
 from spx._tensor.tensor import Tensor
+from spx.data.collate import is_numeric
 from spx.data.sampler import GeneratorLike, as_generator, fresh_seed
 
 T_co = TypeVar("T_co", covariant=True)
 
 # Array dtypes default_collate stacks (bool, ints, floats, complex); strings and objects it
 # refuses, so the batch fast path must refuse them too.
-_NUMERIC_KINDS = frozenset("biufc")
 
 
 class Dataset(Generic[T_co]):
@@ -132,7 +132,7 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
             self._host = tuple(
                 np.asarray(t._data if isinstance(t, Tensor) else t) for t in self.tensors
             )
-        if any(h.dtype.kind not in _NUMERIC_KINDS for h in self._host):
+        if any(not is_numeric(h.dtype) for h in self._host):
             return None
         # default_collate turns the per-sample tuple into a list of stacked arrays.
         return [h[indices] for h in self._host]

@@ -118,3 +118,21 @@ def test_default_convert_equals_torch():
     ours = default_convert(sample)
     ref = torch_convert(sample)
     _assert_same(ours, ref)
+
+
+def test_strings_in_tuples_bfloat16_and_tensors_that_require_grad_as_torch():
+    import spx
+
+    samples = [("a", 1, np.str_("x")), ("b", 2, np.str_("y"))]
+    _assert_same(default_collate(samples), torch_collate(samples))  # string fields: tuples
+    assert default_collate(["a", "b"]) == torch_collate(["a", "b"]) == ["a", "b"]
+    half = [spx.ones(3, dtype=spx.bfloat16) * i for i in range(2)]
+    ours = default_collate(half)
+    ref = torch_collate([torch.ones(3, dtype=torch.bfloat16) * i for i in range(2)])
+    assert str(ours.dtype) == "bfloat16" and ours.shape == tuple(ref.shape)
+    np.testing.assert_array_equal(np.asarray(ours, np.float32), ref.float().numpy())
+    for lib, collate in ((spx, default_collate), (torch, torch_collate)):
+        p = lib.tensor([1.0, 2.0], requires_grad=True)
+        batch = collate([p, p * 3])  # torch stacks: the batch stays in the graph
+        (batch**2).sum().backward()
+        np.testing.assert_allclose(np.asarray(p.grad), [20.0, 40.0])
