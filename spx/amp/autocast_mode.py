@@ -98,7 +98,12 @@ _FP32_COMMON = [
         ("spx.linalg._decompositions", name)
         for name in ("_cholesky", "_qr", "_svd", "_svdvals", "_eigh", "_eigvalsh")
     ],
-    *[("spx.linalg._solvers", name) for name in ("_inv_ex", "_solve", "_lstsq")],
+    *[("spx.linalg._solvers", name) for name in ("_solve", "_lstsq")],
+    # The LAPACK-style info of cholesky/inv/solve (spx.linalg._errors) factorizes again.
+    *[
+        ("spx.linalg._errors", name)
+        for name in ("first_zero_pivot", "_cholesky_info", "_lu_info", "_solve_info")
+    ],
     ("spx.linalg._rank", "_matrix_rank"), ("spx.linalg._norms", "_cond"),
     *[
         ("spx.fft", name)

@@ -2,9 +2,9 @@
 (mirror ``torch.linalg``'s, with torch's named tuples).
 
 JAX computes and differentiates them. ``eigh`` and ``cholesky`` read one triangle of ``A``, as
-torch does, and their gradients are torch's (Hermitian). Where torch raises for a matrix that is
-not positive-definite (``cholesky``), spx returns NaNs: checking would need the values now, a
-synchronization point torch pays and a compiled step cannot.
+torch does, and their gradients are torch's (Hermitian). For a matrix that is not
+positive-definite ``cholesky`` raises torch's ``LinAlgError`` once the value is computed (see
+:mod:`spx.linalg._errors`), and ``cholesky_ex`` reports it as ``info``.
 
 Example:
     >>> import spx
@@ -25,11 +25,22 @@ from jax import lax
 from spx._tensor.dispatch import apply
 from spx._tensor.tensor import Tensor
 from spx.linalg._common import at_least_matrix, floating, from_triangle, square, uplo
+from spx.linalg._errors import check_later, check_now, cholesky_info
 
-__all__ = ["QR", "SVD", "Eigh", "cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals"]
+__all__ = [
+    "QR", "SVD", "CholeskyEx", "Eigh", "cholesky", "cholesky_ex", "eigh", "eigvalsh", "qr", "svd",
+    "svdvals",
+]  # fmt: skip
 
 _QR_MODES = ("reduced", "complete", "r")
 _SVD_DRIVERS = (None, "gesvd", "gesvdj", "gesvda")
+
+
+class CholeskyEx(NamedTuple):
+    """``(L, info)`` of :func:`cholesky_ex` (torch's ``return_types.linalg_cholesky_ex``)."""
+
+    L: Tensor
+    info: Tensor
 
 
 class QR(NamedTuple):
@@ -107,15 +118,47 @@ def cholesky(A: Any, *, upper: bool = False) -> Tensor:
         upper: return the upper triangular factor.
 
     Returns:
-        ``(*, n, n)``. NaN where ``A`` is not positive-definite (torch raises).
+        ``(*, n, n)``.
+
+    Raises:
+        LinAlgError: some matrix is not positive-definite (torch's message, with the order
+            of its first leading minor that is not): once the step's program has computed
+            the factor, at the latest at the next read on the host (see
+            :mod:`spx.linalg._errors`); :func:`cholesky_ex` reports it as ``info`` instead.
+            Inside ``spx.compile`` the factor is NaN.
 
     Example:
         >>> import spx
         >>> spx.linalg.cholesky(spx.tensor([[4.0, 0.0], [0.0, 9.0]])).tolist()
         [[2.0, 0.0], [0.0, 3.0]]
     """
+    factor, info = cholesky_ex(A, upper=upper)
+    check_later(info, "linalg.cholesky", "cholesky", factor.ndim > 2)
+    return factor
+
+
+def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False) -> CholeskyEx:
+    """``(L, info)`` (mirrors ``torch.linalg.cholesky_ex``): :func:`cholesky`'s factor, NaN
+    for a matrix that is not positive-definite, and ``info (*)`` int32: 0, or the order of the
+    first leading minor of that matrix that is not positive-definite (LAPACK's potrf).
+
+    Args:
+        A: ``(*, n, n)``, floating or complex (one triangle read, as :func:`cholesky`).
+        upper: the upper triangular factor.
+        check_errors: raise :class:`LinAlgError` for a failure: reads ``info`` now (a
+            synchronization point, as in torch), so it cannot run inside ``spx.compile``.
+
+    Example:
+        >>> import spx
+        >>> spx.linalg.cholesky_ex(spx.tensor([[1.0, 2.0], [2.0, 1.0]])).info.item()
+        2
+    """
     t = floating(square(A, "cholesky"), "cholesky")
-    return apply(_cholesky, (bool(upper),), (t,))
+    factor = apply(_cholesky, (bool(upper),), (t,))
+    info = cholesky_info(t, factor, bool(upper))
+    if check_errors:
+        check_now(info, "linalg.cholesky_ex", "cholesky", t.ndim > 2)
+    return CholeskyEx(factor, info)
 
 
 def qr(A: Any, mode: str = "reduced") -> QR:

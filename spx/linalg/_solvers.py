@@ -1,9 +1,8 @@
 """Inverses and linear solves: ``inv``, ``inv_ex``, ``solve``, ``solve_triangular``,
 ``lstsq``, ``tensorinv``, ``tensorsolve`` (mirror ``torch.linalg``'s).
 
-torch raises for a singular matrix in ``inv``/``solve``; spx returns infs/NaNs instead, since
-checking needs the values now (a synchronization point a compiled step cannot take).
-``inv_ex(A, check_errors=True)`` does check, eagerly.
+For a singular matrix ``inv``/``solve`` raise torch's ``LinAlgError`` once the value is
+computed (see :mod:`spx.linalg._errors`); ``inv_ex``/``solve_ex`` report it as ``info``.
 
 Example:
     >>> import spx
@@ -23,13 +22,15 @@ from jax import lax
 
 from spx._tensor import _dims
 from spx._tensor.dispatch import apply
+from spx._tensor.methods.linalg import _inverse
 from spx._tensor.tensor import Tensor
 from spx._validate import as_int
 from spx.linalg._common import at_least_matrix, floating, square, tensor_arg
+from spx.linalg._errors import check_later, check_now, first_zero_pivot, solve_info
 
 __all__ = [
-    "InvEx", "Lstsq", "inv", "inv_ex", "lstsq", "solve", "solve_triangular", "tensorinv",
-    "tensorsolve",
+    "InvEx", "Lstsq", "SolveEx", "inv", "inv_ex", "lstsq", "solve", "solve_ex",
+    "solve_triangular", "tensorinv", "tensorsolve",
 ]  # fmt: skip
 
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -42,6 +43,13 @@ class InvEx(NamedTuple):
     info: Tensor
 
 
+class SolveEx(NamedTuple):
+    """``(result, info)`` of :func:`solve_ex` (torch's ``return_types.linalg_solve_ex``)."""
+
+    result: Tensor
+    info: Tensor
+
+
 class Lstsq(NamedTuple):
     """``(solution, residuals, rank, singular_values)`` of :func:`lstsq` (torch's
     ``return_types.linalg_lstsq``)."""
@@ -50,14 +58,6 @@ class Lstsq(NamedTuple):
     residuals: Tensor
     rank: Tensor
     singular_values: Tensor
-
-
-def _inv_ex(x: Any) -> tuple:
-    # info as LAPACK's getrf reports it: the 1-based index of the first zero pivot, else 0.
-    lu, _, _ = lax.linalg.lu(lax.stop_gradient(x))
-    zero = jnp.diagonal(lu, axis1=-2, axis2=-1) == 0
-    info = jnp.where(jnp.any(zero, axis=-1), jnp.argmax(zero, axis=-1) + 1, 0)
-    return jnp.linalg.inv(x), info.astype(jnp.int32)
 
 
 def _batched(a: Any, b: Any) -> tuple[Any, Any]:
@@ -133,16 +133,10 @@ def inv_ex(A: Any, *, check_errors: bool = False) -> InvEx:
         1
     """
     t = floating(square(A, "inv_ex"), "inv_ex")
-    out = InvEx(*apply(_inv_ex, (), (t,), n_out=2))
+    inverse = apply(_inverse, (), (t,))
+    out = InvEx(inverse, apply(first_zero_pivot, (), (t,)))
     if check_errors:
-        info = np.asarray(out.info.numpy()).reshape(-1)
-        bad = np.flatnonzero(info)
-        if bad.size:
-            where = f"(Batch element {bad[0]}): " if t.ndim > 2 else ""
-            raise RuntimeError(
-                f"linalg.inv: {where}The diagonal element {info[bad[0]]} is zero, the inversion "
-                "could not be completed because the input matrix is singular."
-            )
+        check_now(out.info, "linalg.inv_ex", "inv", t.ndim > 2)
     return out
 
 
@@ -170,6 +164,26 @@ def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:
         >>> spx.linalg.solve(spx.eye(3) * 2, spx.ones(3, 2)).tolist()
         [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]
     """
+    x, info = solve_ex(A, B, left=left)
+    check_later(info, "torch.linalg.solve", "solve", info.ndim > 0)
+    return x
+
+
+def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False) -> SolveEx:
+    """``(result, info)`` (mirrors ``torch.linalg.solve_ex``): :func:`solve`'s solution (infs or
+    NaNs for a singular matrix) and ``info (*)`` int32 over ``A``'s batch: 0, or the 1-based
+    index of the first zero pivot of that matrix's LU factorization.
+
+    Args:
+        A, B, left: as :func:`solve`.
+        check_errors: raise :class:`LinAlgError` for a singular matrix: reads ``info`` now (a
+            synchronization point, as in torch), so it cannot run inside ``spx.compile``.
+
+    Example:
+        >>> import spx
+        >>> spx.linalg.solve_ex(spx.tensor([[1.0, 2.0], [2.0, 4.0]]), spx.ones(2)).info.item()
+        2
+    """
     a = floating(square(A, "solve"), "solve")
     b = tensor_arg(B, "linalg.solve", "B")
     vector = _is_vector_rhs(a, b)
@@ -183,7 +197,11 @@ def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:
             f"{rows}x{cols})"
         )
     _broadcast("solve", a, b, vector)
-    return apply(_solve, (vector, bool(left)), (a, b))
+    x = apply(_solve, (vector, bool(left)), (a, b))
+    info = solve_info(a, b, x, vector)
+    if check_errors:
+        check_now(info, "torch.linalg.solve_ex", "solve", info.ndim > 0)
+    return SolveEx(x, info)
 
 
 def _broadcast(what: str, a: Tensor, b: Tensor, vector: bool) -> None:

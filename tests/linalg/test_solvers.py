@@ -157,3 +157,77 @@ def test_solver_messages():
         spx.linalg.lstsq(spx.eye(3), spx.ones(3, 1), driver="foo")
     with pytest.raises(TypeError, match=r"rtol= or its older name rcond"):
         spx.linalg.pinv(spx.eye(2), 0.1, rtol=0.1)
+
+
+def _failures():
+    """Matrices torch's LAPACK calls reject: singular (a zero pivot), not positive-definite
+    (the leading minor of order 2; of order 1 for -I), batched with a good one first."""
+    eye = np.eye(3, dtype=np.float32)
+    singular = np.array([[1, 2, 0], [2, 4, 0], [0, 0, 1]], np.float32)
+    indefinite = np.array([[4, 2, 0], [2, 1, 0], [0, 0, 1]], np.float32)
+    return eye, singular, indefinite
+
+
+def _raised(fn):
+    try:
+        out = fn()
+        out = out.tolist() if hasattr(out, "tolist") else out  # a read: deferred checks run
+    except RuntimeError as e:
+        return type(e).__name__.lstrip("_"), str(e).split("\n")[0]
+    return "ok", out
+
+
+CALLS = [
+    ("cholesky", lambda m, a: m.linalg.cholesky(a)),
+    ("cholesky_upper", lambda m, a: m.linalg.cholesky(a.mT.contiguous(), upper=True)),
+    ("tensor_cholesky", lambda m, a: m.linalg.cholesky(a).sum()),
+    ("inv", lambda m, a: m.linalg.inv(a)),
+    ("inverse", lambda m, a: a.inverse().sum()),
+    ("solve", lambda m, a: m.linalg.solve(a, m.ones(a.shape[-1]))),
+    ("solve_right", lambda m, a: m.linalg.solve(a, m.ones(2, a.shape[-1]), left=False)),
+    ("cholesky_ex", lambda m, a: m.linalg.cholesky_ex(a).info),
+    ("cholesky_ex_check", lambda m, a: m.linalg.cholesky_ex(a, check_errors=True).info),
+    ("solve_ex", lambda m, a: m.linalg.solve_ex(a, m.ones(a.shape[-1])).info),
+    ("solve_ex_check", lambda m, a: m.linalg.solve_ex(a, m.ones(3), check_errors=True).info),
+    ("inv_ex", lambda m, a: m.linalg.inv_ex(a).info),
+]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in CALLS], ids=[c[0] for c in CALLS])
+@pytest.mark.parametrize("which", ["singular", "indefinite", "negative", "batch", "nan", "good"])
+def test_singular_and_indefinite_matrices_raise_torchs_linalgerror(call, which):
+    # spx returned NaNs and infs where torch raises; the *_ex functions report LAPACK's info.
+    eye, singular, indefinite = _failures()
+    a = {
+        "singular": singular,
+        "indefinite": indefinite,
+        "negative": -eye,
+        "batch": np.stack([eye, indefinite, singular]),
+        "nan": np.where(eye == 1, eye, np.nan).astype(np.float32),
+        "good": eye * 2 + 0.5,
+    }[which]
+    want = _raised(lambda: call(torch, torch.tensor(a)))
+    got = _raised(lambda: call(spx, spx.tensor(a)))
+    if want[0] == "ok" and not isinstance(want[1], list | int):
+        assert got[0] == "ok"
+    elif want[0] == "ok" and np.isnan(np.asarray(want[1], dtype=float)).any():
+        assert got[0] == "ok" and np.isnan(np.asarray(got[1], dtype=float)).any()
+    else:
+        if want[0] == "ok":  # values: compare where torch's are finite
+            want = (want[0], np.asarray(want[1], np.float64).round(4).tolist())
+            got = (got[0], np.asarray(got[1], np.float64).round(4).tolist())
+        assert got == want
+    assert issubclass(spx.linalg.LinAlgError, RuntimeError)
+
+
+def test_a_failing_cholesky_raises_at_the_next_read_and_leaves_compiled_steps_alone():
+    _, _, indefinite = _failures()
+    factor = spx.linalg.cholesky(spx.tensor(indefinite) * spx.ones(1))  # a pending value
+    with pytest.raises(spx.linalg.LinAlgError, match="leading minor of order 2"):
+        factor.sum().item()
+
+    @spx.compile
+    def step(a):
+        return spx.linalg.cholesky(a)
+
+    assert np.isnan(step(spx.tensor(indefinite)).numpy()).any()  # traced: NaN, as JAX gives

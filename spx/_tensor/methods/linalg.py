@@ -329,8 +329,15 @@ class LinalgMethods:
         return apply(_det, (), (self,))
 
     def inverse(self) -> Any:
+        """The inverse (``linalg.inv``): torch's LinAlgError for a singular matrix, raised once
+        the value is computed (see ``spx.linalg._errors``)."""
+        from spx.linalg import _errors
+
         _square("inv", self._aval.shape)
-        return apply(_inverse, (), (self,))
+        inverse = apply(_inverse, (), (self,))
+        info = _errors.lu_info(self, inverse)
+        _errors.check_later(info, "linalg.inv", "inv", self.ndim > 2)
+        return inverse
 
     def logdet(self) -> Any:
         """log(det): NaN for a negative determinant, -inf for a singular matrix (as torch)."""
