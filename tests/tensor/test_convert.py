@@ -305,3 +305,9 @@ def test_pending_values_on_two_devices_are_each_computed():
     assert b.sum().item() == 9.0
     assert a.sum().item() == 6.0
     assert a.device == d0 and b.device == d1
+
+
+def test_int_and_float_of_several_elements_raise_torchs_valueerror():
+    check_raises(lambda m, x: int(x), (3,), error=ValueError)
+    check_raises(lambda m, x: float(x), (2, 2), error=ValueError)
+    check_raises(lambda m, x: x.item(), (3,), error=RuntimeError)

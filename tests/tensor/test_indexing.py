@@ -1,6 +1,8 @@
 """Indexing of spx.Tensor against torch: x[...] reads, x[...] = v writes, gather/scatter
 methods, index_* and masked_* methods, with gradients."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -302,3 +304,31 @@ def test_index_values_in_range_match_torch(fn):
 def test_index_range_message_names_the_value():
     with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 1 with size 4"):
         spx.zeros(3, 4).gather(1, spx.tensor([[4], [0], [0]]))
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda m: [[0, 1], [2, 0]],  # a list of lists is a tuple of indices (old numpy's rule)
+        lambda m: [[0, 1]],
+        lambda m: [m.tensor(0), m.tensor(1)],
+        lambda m: [0, slice(None)],
+        lambda m: [0, None],
+        lambda m: [0, 2],  # a flat list stays one index array
+        lambda m: np.array([[0, 1], [2, 0]]),  # an array too
+    ],
+    ids=["lists", "one_list", "tensors", "slice", "none", "flat", "ndarray"],
+)
+def test_a_list_index_is_a_tuple_by_torchs_rule(index):
+    def fn(m, x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's deprecation of the rule
+            got = x[index(m)]
+            y = x.clone()
+            y[index(m)] = -1.0
+        return got, y
+
+    check(fn, (4, 3))
+    with pytest.warns(UserWarning, match="non-tuple sequence") as caught:
+        spx.ones(4, 3)[[[0, 1], [2, 0]]]
+    assert caught[0].filename == __file__  # it names the indexing line, as torch's does

@@ -616,3 +616,12 @@ def test_reflected_shifts_and_nan_clamp_bounds_are_torchs(fn):
 
     expected, got = fn(torch), fn(spx)
     np.testing.assert_array_equal(np.asarray(got.tolist()), np.asarray(expected.tolist()))
+
+
+def test_heaviside_and_addcmul_dtypes_as_torch():
+    x = np.array([np.nan, -0.0, 2.0, -1.0], np.float32)
+    check(lambda m, a: m.heaviside(a, m.tensor([0.5])), x)  # NaN gives 0, as torch's
+    check(lambda m, a: m.heaviside(a, m.tensor([5, 5, 5, 5])), np.array([-1, 0, 2, 0]))
+    check_raises(lambda m, a: m.heaviside(a, m.tensor([0.5])), np.array([1, 0]))
+    big = np.array([100, 100], np.int8)  # the product is taken in float32, as torch's
+    check(lambda m, a: m.addcmul(m.zeros(2), a, a), big)

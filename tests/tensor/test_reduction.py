@@ -368,3 +368,12 @@ def test_a_correction_past_the_count_divides_by_zero_as_torch(fn):
     x = np.array([1.0, 2.0, 4.0, 4.0], np.float32)
     expected = fn(torch.tensor(x)).numpy()
     np.testing.assert_array_equal(fn(spx.tensor(x)).numpy(), expected)
+
+
+def test_uint8_any_all_and_empty_medians_and_unique_nans_as_torch():
+    u = np.array([[0, 3], [0, 0]], np.uint8)
+    check(lambda m, x: (x.any(), x.all(), x.any(1), x.all(0, keepdim=True)), u)
+    empty = np.zeros((0,), np.float32)
+    check(lambda m, x: (x.median(), x.nanmedian()), empty)
+    nans = np.array([np.nan, 1.0, np.nan, 1.0], np.float32)
+    check(lambda m, x: m.unique(x, return_counts=True), nans)  # each NaN stays (NaN != NaN)

@@ -466,9 +466,11 @@ class ConvertMethods:
         return bool(self)
 
     def __float__(self) -> float:
+        _one_element(self)
         return float(self.item())
 
     def __int__(self) -> int:
+        _one_element(self)
         return int(self.item())
 
     def __complex__(self) -> complex:
@@ -507,3 +509,10 @@ class ConvertMethods:
 
     def new_empty(self, *size: Any, dtype: Any = None, device=None, requires_grad=False) -> Any:
         return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def _one_element(t: Any) -> None:
+    """torch's error for ``int(t)``/``float(t)`` of several elements (``item()`` raises a
+    RuntimeError there, these a ValueError)."""
+    if t.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")

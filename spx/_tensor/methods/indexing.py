@@ -370,8 +370,32 @@ def _check_scalar_bools(index: tuple) -> None:
         )
 
 
+_SEQUENCE_INDEX = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
+    "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error "
+    "or a different result"
+)
+
+
+def _sequence_as_tuple(index: list) -> bool:
+    """torch's (and old numpy's) rule for a list index: short, holding a sequence, tensor,
+    slice, ``None`` or ``...``, it is a tuple of indices (``x[[[0, 1], [2, 0]]]`` is
+    ``x[[0, 1], [2, 0]]``); otherwise one index array."""
+    if len(index) >= 32:
+        return False
+    return any(
+        e is None or e is Ellipsis or isinstance(e, list | tuple | slice | np.ndarray | jax.Array)
+        or hasattr(e, "_ref")
+        for e in index
+    )  # fmt: skip
+
+
 def _parse(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     """torch/numpy index -> ``(spec, dynamic values)``; checks ranges; expands ``...``."""
+    if type(index) is list and _sequence_as_tuple(index):
+        warnings.warn(_SEQUENCE_INDEX, UserWarning, stacklevel=4)
+        index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     index = tuple([_scalar_int_index(_uint8_as_mask(e)) for e in index])

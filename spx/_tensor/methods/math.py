@@ -279,13 +279,16 @@ def _lerp(x: Any, end: Any, weight: Any) -> Any:
 def _addcmul(x: Any, t1: Any, t2: Any, value: Any) -> Any:
     x, t1 = _zero_dim(x, t1)
     x, t2 = _zero_dim(x, t2)
-    return x + value * t1 * t2
+    # torch computes in the dtype of all three: int8 factors of a float input do not wrap.
+    common = jnp.result_type(x, t1, t2)
+    return x + value * t1.astype(common) * t2.astype(common)
 
 
 def _addcdiv(x: Any, t1: Any, t2: Any, value: Any) -> Any:
     x, t1 = _zero_dim(x, t1)
     x, t2 = _zero_dim(x, t2)
-    return x + value * t1 / t2
+    common = jnp.result_type(x, t1, t2)
+    return x + value * t1.astype(common) / t2.astype(common)
 
 
 def _bool_mask(what: str, mask: Any) -> None:
@@ -384,6 +387,13 @@ _real_pow.defjvp(_real_pow_jvp, symbolic_zeros=True)
 
 def _rpow(x: Any, y: Any) -> Any:
     return jnp.power(y, x)
+
+
+def _heaviside(x: Any, values: Any) -> Any:
+    # torch's: values where x == 0, else x > 0 in x's dtype (NaN gives 0; ints stay ints).
+    if jnp.result_type(x) != jnp.result_type(values):
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return jnp.where(x == 0, values, (x > 0).astype(x.dtype))
 
 
 def _ldexp(x: Any, e: Any) -> Any:
@@ -524,7 +534,7 @@ _BINARY = {
     "bitwise_and": _bitwise_and, "bitwise_or": _bitwise_or, "bitwise_xor": _bitwise_xor,
     "hypot": jnp.hypot, "copysign": _copysign, "xlogy": _xlogy,
     "bitwise_left_shift": jnp.left_shift, "bitwise_right_shift": jnp.right_shift,
-    "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": jnp.heaviside,
+    "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2, "heaviside": _heaviside,
     "gcd": jnp.gcd, "lcm": jnp.lcm, "ldexp": _ldexp, "igamma": _igamma,
     "igammac": _igammac, "nextafter": jnp.nextafter,
 }  # fmt: skip

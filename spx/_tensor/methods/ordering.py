@@ -44,6 +44,8 @@ def _kth_dim(x: Any, k: int, axis: int, keepdims: bool) -> tuple:
 
 
 def _median_all(x: Any) -> Any:
+    if x.size == 0:  # torch: NaN (a float tensor's; integer tensors raise there)
+        return jnp.full((), jnp.nan, x.dtype)
     flat = jnp.sort(x.reshape(-1))  # NaN sorts last; torch's median is NaN if any is
     out = flat[(flat.shape[0] - 1) // 2]
     if jnp.issubdtype(x.dtype, jnp.inexact):
@@ -72,6 +74,8 @@ def _nanmedian_dim(x: Any, axis: int | None, keepdims: bool) -> tuple:
     """Lower median of the non-NaN values along ``axis`` (all of ``x`` when None)."""
     if axis is None:
         x, axis = x.reshape(-1), 0
+        if x.size == 0:  # torch: NaN
+            return jnp.full((), jnp.nan, x.dtype), jnp.zeros((), jnp.int32)
     if x.ndim == 0:
         return _index_zero(x)
     order = jnp.argsort(x, axis=axis, stable=True)  # NaN last
@@ -296,7 +300,10 @@ class OrderingMethods:
         inverse (where each element went) and counts. Computed now (a synchronization)."""
         host = np.asarray(self._value_for_host("unique"))
         if dim is None:
-            values, inverse, counts = np.unique(host, return_inverse=True, return_counts=True)
+            # equal_nan=False: torch keeps each NaN (NaN != NaN), numpy merges them.
+            values, inverse, counts = np.unique(
+                host, return_inverse=True, return_counts=True, equal_nan=False
+            )
             inverse = inverse.reshape(host.shape)
         else:
             d = _dims.dim(dim, host.ndim)

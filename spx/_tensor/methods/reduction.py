@@ -76,11 +76,13 @@ def _amin(x: Any, axis: tuple | None, keepdims: bool) -> Any:
 
 
 def _all(x: Any, axis: tuple | None, keepdims: bool) -> Any:
-    return jnp.all(x, axis=axis, keepdims=keepdims)
+    out = jnp.all(x, axis=axis, keepdims=keepdims)
+    return out.astype(jnp.uint8) if x.dtype == jnp.uint8 else out  # torch keeps uint8
 
 
 def _any(x: Any, axis: tuple | None, keepdims: bool) -> Any:
-    return jnp.any(x, axis=axis, keepdims=keepdims)
+    out = jnp.any(x, axis=axis, keepdims=keepdims)
+    return out.astype(jnp.uint8) if x.dtype == jnp.uint8 else out
 
 
 def _count_nonzero(x: Any, axis: tuple | None) -> Any:
