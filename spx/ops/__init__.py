@@ -21,6 +21,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.unravel` — ``unravel_index``; :mod:`.vandermonde` — ``vander``
 * :mod:`.predicates` — ``is_same_size``, ``is_signed``
 * :mod:`.foreach` — torch's ``_foreach_*`` list-wise operations (``_foreach_mul_``, ...)
+* :mod:`.inplace` — the top-level in-place functions (``relu_``, ``clamp_``, ``sigmoid_``, ...)
 * :mod:`.out` — the ``out=`` keyword every function here takes
 * :mod:`.deprecated` — ``range``, ``chain_matmul`` (with torch's deprecation warnings)
 
@@ -35,6 +36,7 @@ from spx.ops import foreach as foreach
 from spx.ops import from_data as from_data
 from spx.ops import histograms as histograms
 from spx.ops import indexing as indexing
+from spx.ops import inplace as inplace
 from spx.ops import integration as integration
 from spx.ops import linalg as linalg
 from spx.ops import math as math
@@ -56,6 +58,7 @@ from spx.ops.foreach import *  # noqa: F403
 from spx.ops.from_data import *  # noqa: F403
 from spx.ops.histograms import *  # noqa: F403
 from spx.ops.indexing import *  # noqa: F403
+from spx.ops.inplace import *  # noqa: F403
 from spx.ops.integration import *  # noqa: F403
 from spx.ops.linalg import *  # noqa: F403
 from spx.ops.math import *  # noqa: F403
@@ -75,6 +78,7 @@ __all__ = [
     *complex_numbers.__all__,
     *creation.__all__,
     *indexing.__all__,
+    *inplace.__all__,
     *linalg.__all__,
     *math.__all__,
     *reduction.__all__,
@@ -97,4 +101,5 @@ __all__ = [
 # torch's out= keyword on every function here that returns tensors (spx/ops/out.py).
 from spx.ops.out import add_out as _add_out
 
-_add_out(globals(), __all__, set(creation.__all__))
+# (Not on the in-place functions: they write into their input, as torch's take no out=.)
+_add_out(globals(), [n for n in __all__ if n not in set(inplace.__all__)], set(creation.__all__))

@@ -26,7 +26,7 @@ __all__ = [
     "addbmm", "addmm", "addmv", "addr", "adjoint", "baddbmm", "bmm", "cdist", "cholesky",
     "cosine_similarity", "cross", "det", "dist", "dot", "einsum", "ger", "inner", "inverse",
     "kron", "logdet", "matmul", "matrix_exp", "matrix_power", "mm", "mv", "outer",
-    "pairwise_distance", "pinverse", "qr", "slogdet", "svd", "tensordot", "vdot",
+    "pairwise_distance", "pdist", "pinverse", "qr", "slogdet", "svd", "tensordot", "vdot",
 ]  # fmt: skip
 
 
@@ -150,10 +150,15 @@ def cross(input: Any, other: Any, dim: int | None = None) -> Tensor:
 
 
 def _cdist(x1: Any, x2: Any, p: float) -> Any:
-    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    return difference_norm(x1[..., :, None, :] - x2[..., None, :, :], p)
+
+
+def difference_norm(diff: Any, p: float) -> Any:
+    """The p-norm over the last dimension of differences ``(*, M)`` -> ``(*)``: torch's
+    ``cdist``/``pdist``, whose gradient at a zero distance is zero (not NaN)."""
     a = _abs(diff)
     if p == 0:
-        return jnp.sum(diff != 0, axis=-1).astype(x1.dtype)
+        return jnp.sum(diff != 0, axis=-1).astype(diff.dtype)
     if p == 1:
         return jnp.sum(a, axis=-1)
     if p == float("inf"):
@@ -282,6 +287,14 @@ def pairwise_distance(
     from spx.nn import functional as F
 
     return F.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def pdist(input: Any, p: float = 2.0) -> Tensor:
+    """p-norm distances between every two rows of ``input`` (``torch.pdist``, see
+    ``spx.nn.functional.pdist``)."""
+    from spx.nn import functional as F
+
+    return F.pdist(input, p)
 
 
 # numpy's axis=/keepdims= as torch accepts them (torch.sum(x, axis=0)).

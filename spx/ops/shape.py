@@ -32,15 +32,69 @@ from spx._tensor.tensor import Tensor
 from spx.ops._args import tensor_arg, tensor_list
 
 __all__ = [
-    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "broadcast_tensors",
-    "broadcast_to", "cartesian_prod", "cat", "chunk", "clone", "column_stack", "combinations",
-    "concat", "concatenate", "diag", "diag_embed", "diagflat", "diagonal", "diagonal_scatter",
-    "dsplit", "dstack", "flatten", "flip", "fliplr", "flipud", "hsplit", "hstack", "meshgrid",
-    "moveaxis", "movedim", "narrow", "narrow_copy", "numel", "permute", "ravel",
-    "repeat_interleave", "reshape", "roll", "rot90", "select", "select_scatter", "slice_scatter",
-    "split", "squeeze", "stack", "swapaxes", "swapdims", "t", "tensor_split", "tile", "trace",
-    "transpose", "tril", "triu", "unbind", "unflatten", "unsafe_chunk", "unsafe_split", "unsqueeze",
-    "vsplit", "vstack",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "block_diag",
+    "broadcast_shapes",
+    "broadcast_tensors",
+    "broadcast_to",
+    "cartesian_prod",
+    "cat",
+    "chunk",
+    "clone",
+    "column_stack",
+    "combinations",
+    "concat",
+    "concatenate",
+    "diag",
+    "diag_embed",
+    "diagflat",
+    "diagonal",
+    "diagonal_scatter",
+    "dsplit",
+    "dstack",
+    "flatten",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
+    "hstack",
+    "meshgrid",
+    "moveaxis",
+    "movedim",
+    "narrow",
+    "narrow_copy",
+    "numel",
+    "permute",
+    "ravel",
+    "repeat_interleave",
+    "reshape",
+    "roll",
+    "rot90",
+    "row_stack",
+    "select",
+    "select_scatter",
+    "slice_scatter",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "swapdims",
+    "t",
+    "tensor_split",
+    "tile",
+    "trace",
+    "transpose",
+    "tril",
+    "triu",
+    "unbind",
+    "unflatten",
+    "unsafe_chunk",
+    "unsafe_split",
+    "unsqueeze",
+    "vsplit",
+    "vstack",
 ]  # fmt: skip
 
 
@@ -130,6 +184,11 @@ def hstack(tensors: Sequence[Any]) -> Tensor:
     """Join along dim 1 (dim 0 for 1-D tensors); mirrors ``torch.hstack``."""
     ts = atleast_1d(tensor_list(tensors, "hstack"))
     return _cat(ts, 0 if ts[0].ndim == 1 else 1, "hstack")
+
+
+def row_stack(tensors: Sequence[Any]) -> Tensor:
+    """:func:`vstack` under its other name (mirrors ``torch.row_stack``)."""
+    return vstack(tensors)
 
 
 def vstack(tensors: Sequence[Any]) -> Tensor:

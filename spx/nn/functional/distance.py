@@ -1,4 +1,5 @@
-"""Similarity and distance between vectors: ``cosine_similarity`` and ``pairwise_distance``.
+"""Similarity and distance between vectors: ``cosine_similarity``, ``pairwise_distance`` and
+``pdist``.
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.cosine_similarity.html
 """
@@ -7,8 +8,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spx.nn.functional._utils import vector_norm
+from spx.ops.linalg import difference_norm
 
 Array = jax.Array
 
@@ -57,3 +60,19 @@ def pairwise_distance(
     d = jnp.asarray(x1) - jnp.asarray(x2) + eps
     out = vector_norm(d, p, -1)
     return out if keepdim else jnp.squeeze(out, -1)
+
+
+def pdist(input: Array, p: float = 2.0) -> Array:
+    """The p-norm distance between every two rows of ``input`` ``(N, M)``: ``(N (N - 1) / 2,)``,
+    the pairs ``(0, 1), (0, 2), ..., (1, 2), ...`` in order (mirrors ``torch...pdist``).
+
+    Example:
+        >>> F.pdist(jnp.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]))  # [5., 10., 5.]
+    """
+    x = jnp.asarray(input)
+    if x.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if p < 0:
+        raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
+    rows, cols = np.triu_indices(x.shape[0], 1)
+    return difference_norm(x[rows] - x[cols], float(p))

@@ -51,3 +51,20 @@ def test_pixel_shuffle_roundtrip():
     assert_close(y, TF.pixel_shuffle(torch.tensor(x), 2))
     assert_close(F.pixel_unshuffle(y, 2), x)
     assert_close(F.pixel_unshuffle(y, 2), TF.pixel_unshuffle(torch.tensor(np.asarray(y)), 2))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, float("inf")])
+def test_pdist_values_and_gradients(p):
+    import spx
+
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    x[3] = x[1]  # a zero distance: torch's gradient there is 0, not NaN
+    a, b = spx.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = spx.nn.functional.pdist(a, p), TF.pdist(b, p)
+    (got * spx.arange(10.0)).sum().backward()
+    (want * torch.arange(10.0)).sum().backward()
+    assert_close(got.detach().numpy(), want.detach())
+    assert_close(a.grad.numpy(), b.grad, atol=1e-5)
+    assert_close(spx.pdist(spx.tensor(x), p).numpy(), torch.pdist(torch.tensor(x), p))
+    with pytest.raises(RuntimeError, match="2D"):
+        spx.pdist(spx.ones(3))
