@@ -28,11 +28,22 @@ from spx.nn.parameter import Parameter, _as_array
 from spx.utils.hooks import RemovableHandle
 
 
-class _IncompatibleKeys(NamedTuple):
-    """What ``load_state_dict`` returns (mirrors torch's named tuple)."""
-
+class _Keys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+class _IncompatibleKeys(_Keys):
+    """What ``load_state_dict`` returns (mirrors torch's named tuple, and its printout)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"  # what print(load_state_dict(...)) shows
+        return _Keys.__repr__(self)
+
+    __str__ = __repr__
 
 
 def _check_name(kind: str, name: Any) -> None:

@@ -279,6 +279,13 @@ def test_load_state_dict_missing_and_unexpected_match_torch():
     assert got.missing_keys == expected.missing_keys
     assert got.unexpected_keys == expected.unexpected_keys
     assert tuple(got) == (expected.missing_keys, expected.unexpected_keys)
+    assert repr(got) == repr(expected) and str(got) == str(expected)
+    full = {k: v.numpy() for k, v in t.state_dict().items()}
+    matched = (
+        s.load_state_dict(full),
+        t.load_state_dict({k: torch.tensor(v) for k, v in full.items()}),
+    )
+    assert repr(matched[0]) == repr(matched[1]) == "<All keys matched successfully>"
     with pytest.raises(RuntimeError) as t_err:
         t.load_state_dict({k: torch.tensor(v) for k, v in sd.items()})
     with pytest.raises(RuntimeError) as s_err:
