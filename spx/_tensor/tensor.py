@@ -35,13 +35,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax._src.core import trace_state_clean as _trace_state_clean
 
 from spx._tensor import graph, numpy_names, program
 from spx._tensor.dispatch import apply, new_storage
 from spx._tensor.graph import LEAF, Node, Storage, value_node
 from spx._tensor.methods.autograd import AutogradMethods
-from spx._tensor.methods.convert import ConvertMethods, _stop_gradient
+from spx._tensor.methods.convert import ConvertMethods, _imag, _real, _stop_gradient
 from spx._tensor.methods.indexing import IndexingMethods
 from spx._tensor.methods.inplace import InplaceMethods
 from spx._tensor.methods.math import MathMethods
@@ -73,6 +74,28 @@ def _view_from(base: Any, *rest: Any) -> Any:
     return base
 
 
+# View steps that take part of each element, or join parts (real, imag, view_as_real,
+# view_as_complex), each with ``join(whole, part) -> whole``: what writing the part does.
+PART_VIEWS: dict[Any, Any] = {
+    _real: lambda whole, part: lax.complex(part, jnp.imag(whole)).astype(whole.dtype),
+    _imag: lambda whole, part: lax.complex(jnp.real(whole), part).astype(whole.dtype),
+}
+
+
+def _write_part(base: Any, new: Any, extras: tuple, chain: tuple, k: int) -> Any:
+    """``_write_back`` through a view whose ``k``-th step is one of :data:`PART_VIEWS`
+    (``c.real``, ``c[0].imag[1:]``, ``view_as_real(c)``): the part is written, joined into
+    the value it was taken from, which goes back through the steps before."""
+    fn = chain[k][0]
+    n_before = sum(step[2] for step in chain[:k])
+    before, after = chain[:k], chain[k + 1 :]
+    whole = _view_from(base, *extras[:n_before], before)
+    part = fn(whole)
+    part = _write_back(part, new, *extras[n_before:], after) if after else new.astype(part.dtype)
+    whole = PART_VIEWS[fn](whole, part)
+    return _write_back(base, whole, *extras[:n_before], before) if before else whole
+
+
 def _write_back(base: Any, new: Any, *rest: Any) -> Any:
     """``base`` with the elements a view selects replaced by ``new`` (any dtype, any view).
 
@@ -80,12 +103,15 @@ def _write_back(base: Any, new: Any, *rest: Any) -> Any:
     ``base`` each element of the view is; a scatter puts ``new`` there. Differentiable in both
     ``base`` and ``new``.
     """
+    chain, extras = rest[-1], rest[:-1]
+    for k, (fn, _, _) in enumerate(chain):
+        if fn in PART_VIEWS:
+            return _write_part(base, new, extras, chain, k)
     positions = jnp.arange(base.size, dtype=jnp.int32).reshape(base.shape)
     # A dtype view (same item size) moves no element: its positions are its base's, and its
     # values go back bit for bit (x.view(int32)[0] = 0 writes 0.0 into a float32 x).
-    chain = rest[-1]
     moves = tuple(step for step in chain if step[0] is not _bitcast)
-    index = _view_from(positions, *rest[:-1], moves)
+    index = _view_from(positions, *extras, moves)
     values = new.reshape(-1)
     values = _bitcast(values, base.dtype) if len(moves) < len(chain) else values.astype(base.dtype)
     flat = base.reshape(-1).at[index.reshape(-1)].set(values)
@@ -174,6 +200,8 @@ def _repeats(view: _View) -> bool:
         index = np.asarray(_view_from(positions, *extras, view.chain))
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return False  # a traced slice start (spx.compile): not known here
+    except TypeError:
+        return False  # a step positions cannot go through (view_as_complex): no expand there
     return np.unique(index).size < index.size
 
 

@@ -7,14 +7,12 @@ Gradients flow through all four as through any recorded operation (``loss.backwa
 ``spx.compile``): a real loss of complex intermediates gives torch's real gradients, and a
 complex tensor's ``.grad`` follows torch's convention (the conjugate of JAX's).
 
-Two differences from torch, both from JAX:
-
-* **No complex32.** torch makes ``ComplexHalf`` tensors from float16 input; JAX has no complex
-  type narrower than complex64, so spx refuses float16 with the fix (``x.float()`` first, which
-  is what LLaMA does anyway). float64 input gives complex128 only with ``jax_enable_x64``;
-  without it spx's float64 tensors are float32 (see :mod:`spx.dtypes`), so they give complex64.
-* **No shared memory.** ``view_as_real`` and ``view_as_complex`` are views in torch; in spx
-  they return new tensors (see their docstrings).
+``view_as_real`` and ``view_as_complex`` are views, as torch's: a write into either reaches
+the other. One difference from torch, from JAX: **no complex32.** torch makes ``ComplexHalf``
+tensors from float16 input; JAX has no complex type narrower than complex64, so spx refuses
+float16 with the fix (``x.float()`` first, which is what LLaMA does anyway). float64 input
+gives complex128 only with ``jax_enable_x64``; without it spx's float64 tensors are float32
+(see :mod:`spx.dtypes`), so they give complex64.
 
 Example:
     >>> import spx
@@ -37,7 +35,7 @@ from jax import lax
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import _layout
 from spx._tensor.methods.math import _broadcastable
-from spx._tensor.tensor import Tensor
+from spx._tensor.tensor import PART_VIEWS, Tensor
 from spx.ops._args import tensor_arg
 
 __all__ = ["complex", "polar", "view_as_complex", "view_as_real"]
@@ -120,6 +118,11 @@ def _view_as_real(z: Any) -> Any:
     return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
 
 
+# Both are views: writing one goes back into the other (see spx._tensor.tensor.PART_VIEWS).
+PART_VIEWS[_view_as_real] = lambda whole, pairs: _view_as_complex(pairs).astype(whole.dtype)
+PART_VIEWS[_view_as_complex] = lambda whole, z: _view_as_real(z).astype(whole.dtype)
+
+
 def complex(real: Any, imag: Any) -> Tensor:
     """The complex tensor ``real + imag * 1j`` (mirrors ``torch.complex``).
 
@@ -180,13 +183,10 @@ def view_as_complex(input: Any) -> Tensor:
     """``input``'s last dimension of size 2 read as (real, imaginary) pairs (mirrors
     ``torch.view_as_complex``): shape ``(*, 2)`` becomes complex ``(*)``.
 
-    torch returns a view sharing ``input``'s memory, so writes into either show in the other;
-    spx returns a new tensor: values and gradients are torch's, but an in-place write into the
-    result does not reach ``input`` (nor one into ``input`` the result). Write into the real
-    tensor and call ``view_as_complex`` again, or build the complex tensor with operations.
-    As torch, it refuses inputs whose layout no complex view could have (strides as
-    ``input.stride()`` gives them: ``x.t()`` or ``x[:, :2]`` of a wider ``x``); spx keeps no
-    storage offsets, so torch's odd-offset refusal (``x[:, 1:3]``) is not raised.
+    A view, as torch's: writes into either show in the other. As torch, it refuses inputs whose
+    layout no complex view could have (strides as ``input.stride()`` gives them: ``x.t()`` or
+    ``x[:, :2]`` of a wider ``x``); spx keeps no storage offsets, so torch's odd-offset refusal
+    (``x[:, 1:3]``) is not raised.
 
     Args:
         input: ``(*, 2)``, float32 (or float64 with ``jax_enable_x64``), at least 1-D.
@@ -222,7 +222,7 @@ def view_as_complex(input: Any) -> Tensor:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if x._view is not None:
         _check_strides(*_layout.layout(x))
-    return apply(_view_as_complex, (), (x,))
+    return x._make_view(apply(_view_as_complex, (), (x,)), _view_as_complex, ())
 
 
 def _check_strides(shape: tuple, strides: tuple) -> None:
@@ -238,9 +238,7 @@ def view_as_real(input: Any) -> Tensor:
     """A complex tensor as its (real, imaginary) pairs in a new last dimension of size 2
     (mirrors ``torch.view_as_real``): complex ``(*)`` becomes ``(*, 2)``.
 
-    torch returns a view sharing ``input``'s memory, so writes into either show in the other;
-    spx returns a new tensor: values and gradients are torch's, but an in-place write into the
-    result does not reach ``input`` (nor one into ``input`` the result).
+    A view, as torch's: writes into either show in the other.
 
     Args:
         input: ``(*)``, complex64 (or complex128 with ``jax_enable_x64``).
@@ -260,4 +258,4 @@ def view_as_real(input: Any) -> Tensor:
     z = tensor_arg(input, "view_as_real")
     if not z.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return apply(_view_as_real, (), (z,))
+    return z._make_view(apply(_view_as_real, (), (z,)), _view_as_real, ())

@@ -309,3 +309,48 @@ def test_writes_through_a_dtype_view_go_back_bit_for_bit():
         return [t.tolist() for t in (x, y, i, h, f)]
 
     assert fn(spx) == fn(torch)
+
+
+def test_real_and_imag_are_views_as_torchs():
+    # They were copies: c.real.mul_(10) and c[1].imag[1:] = 7 were lost, and a kept c.real
+    # did not follow later changes of c.
+    def fn(lib):
+        c = lib.complex(lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0]))
+        c.real.mul_(10)
+        c.imag.zero_()
+        r = c.real
+        c.mul_(2)
+        d = lib.complex(lib.arange(6.0).reshape(2, 3), lib.ones(2, 3))
+        d[1].imag[1:] = 7.0
+        d.imag[0, 0] = -1
+        e = lib.complex(lib.ones(2), lib.ones(2))
+        e.real = lib.zeros(2)
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        z = lib.complex(x * 1, x * 2)
+        z.imag.mul_(3)  # differentiable through the write
+        (z.abs() ** 2).sum().backward()
+        return [np.asarray(t.tolist()) for t in (c, r, d, e, x.grad)]
+
+    for got, want in zip(fn(spx), fn(torch), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_view_as_real_and_view_as_complex_are_views_as_torchs():
+    def fn(lib):
+        c = lib.complex(lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0]))
+        r = lib.view_as_real(c)
+        r[0, 1] = 9.0
+        c.mul_(2)
+        x = lib.arange(8.0).reshape(4, 2)
+        z = lib.view_as_complex(x)
+        z.mul_(1j)
+        x[0, 0] = 100.0
+        z[2:].real.zero_()
+        w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        q = w * 1
+        lib.view_as_complex(q).mul_(2j)
+        (q**2).sum().backward()
+        return [np.asarray(t.tolist()) for t in (c, r, x, z, w.grad)]
+
+    for got, want in zip(fn(spx), fn(torch), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

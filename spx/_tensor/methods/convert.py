@@ -181,23 +181,32 @@ class ConvertMethods:
     def resolve_neg(self) -> Any:
         return self
 
-    # torch's .real/.imag are views that can be written through; spx's are copies.
     @property
     def real(self) -> Any:
-        """The real part of a complex tensor (the tensor itself if it is real, as torch)."""
+        """The real part of a complex tensor, a view as torch's (writes reach the complex
+        tensor, its changes reach the part); the tensor itself if it is real."""
         if not self.is_complex():
             return self
-        return apply(_real, (), (self,))
+        return self._make_view(apply(_real, (), (self,)), _real, ())
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real.copy_(value)
 
     @property
     def imag(self) -> Any:
-        """The imaginary part of a complex tensor (torch's error for a real one)."""
+        """The imaginary part of a complex tensor, a view as :attr:`real` (torch's error for
+        a real one)."""
         if not self.is_complex():
             raise RuntimeError(
                 f"imag is not implemented for tensors with non-complex dtypes ({self.dtype}); "
                 "a real tensor's imaginary part is spx.zeros_like(x)"
             )
-        return apply(_imag, (), (self,))
+        return self._make_view(apply(_imag, (), (self,)), _imag, ())
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self.imag.copy_(value)
 
     def element_size(self) -> int:
         return np.dtype(self.dtype).itemsize
