@@ -32,6 +32,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -65,10 +66,12 @@ _LOWER_COMMON = [
     ("spx.nn.functional.rnn", "lstm_layer"), ("spx.nn.functional.rnn", "rnn_tanh_layer"),
     ("spx.nn.functional.rnn", "rnn_relu_layer"), ("spx.nn.functional.rnn", "rnn_tanh_cell"),
     ("spx.nn.functional.rnn", "rnn_relu_cell"),
+    # linalg_multi_dot on CUDA; on the CPU torch's multi_dot (and chain_matmul) is mm calls.
+    ("spx.linalg._products", "_multi_dot"),
 ]  # fmt: skip
 _LOWER_CUDA_ONLY = [
     ("spx._tensor.methods.linalg", "_mv"), ("spx._tensor.methods.linalg", "_addr"),
-    ("spx.linalg._products", "_multi_dot"),  # linalg_multi_dot
+    ("spx._tensor.methods.linalg", "_addmv"),
     # The cells are on torch's CUDA list; the layers run as cuDNN RNNs, which autocast casts
     # to float16 too (aten/src/ATen/cudnn/AutocastRNN.cpp).
     ("spx.nn.functional.rnn", "gru_layer"), ("spx.nn.functional.rnn", "lstm_cell"),
@@ -86,6 +89,29 @@ _FP32_COMMON = [
             "soft_margin_loss",
         )
     ],
+    *[
+        ("spx.nn.functional.margin_loss", name)
+        for name in (
+            "multi_margin_loss", "multilabel_margin_loss", "hinge_embedding_loss",
+            "poisson_nll_loss", "cosine_embedding_loss", "triplet_margin_loss",
+            "triplet_from_distances",
+        )
+    ],
+    # torch's CPU list: 3-d pooling (max_pool3d with indices is not on it), fractional and
+    # unpooling, grid_sampler, quantile.
+    *[
+        ("spx.nn.functional.pooling", name)
+        for name in ("avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d")
+    ],
+    *[
+        ("spx.nn.functional.pool_indices", name)
+        for name in (
+            "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+        )
+    ],
+    ("spx.nn.functional.fractional_pool", "_fractional_max_pool"),
+    ("spx.nn.functional.grid_sample", "grid_sample"),
+    ("spx._tensor.methods.ordering", "_quantile"),
     ("spx.ops.linalg", "_cdist"), ("spx._tensor.methods.reduction", "_prod"),
     # Linear algebra (LAPACK has no bfloat16/float16 kernels) and trace.
     ("spx._tensor.methods.linalg", "_inverse"), ("spx._tensor.methods.linalg", "_det"),
@@ -190,8 +216,8 @@ class _Policy:
 
 def _cast(x: Any, target: np.dtype) -> Any:
     dtype = getattr(x, "dtype", None)
-    if dtype is None or dtype == target:
-        return x
+    if dtype is None or dtype == target or jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return x  # (a random key passed to a recorded op: not a number)
     dtype = np.dtype(dtype)
     if target == np.float32 and dtype not in _LOW:
         return x  # the float32 list only widens float16/bfloat16 inputs

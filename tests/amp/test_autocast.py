@@ -179,3 +179,41 @@ def test_a_compiled_step_under_autocast_matches_the_eager_one():
     tol = (3e-2, 1e-4) if spx.cuda.is_available() else (1e-5, 1e-6)
     for a, b in zip(model.parameters(), ref.parameters(), strict=True):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), *tol)
+
+
+OPS_ON_TORCHS_CPU_LISTS = {
+    # torch's float32 list: a bfloat16 input is widened.
+    "multi_margin_loss": lambda L, h: L.nn.functional.multi_margin_loss(h, L.tensor([1, 0])),
+    "hinge_embedding_loss": lambda L, h: L.nn.functional.hinge_embedding_loss(h, h * 0 + 1),
+    "poisson_nll_loss": lambda L, h: L.nn.functional.poisson_nll_loss(h, h * 0 + 1),
+    "cosine_embedding_loss": lambda L, h: L.nn.functional.cosine_embedding_loss(
+        h, h, L.ones(2, dtype=L.bfloat16)
+    ),
+    "triplet_margin_loss": lambda L, h: L.nn.functional.triplet_margin_loss(h, h * 2, h * 3),
+    "quantile": lambda L, h: L.quantile(h.flatten(), 0.3),
+    "avg_pool3d": lambda L, h: L.nn.functional.avg_pool3d(h.reshape(1, 1, 2, 2, 2), 2),
+    "max_pool3d": lambda L, h: L.nn.functional.max_pool3d(h.reshape(1, 1, 2, 2, 2), 2),
+    "adaptive_max_pool3d": lambda L, h: L.nn.functional.adaptive_max_pool3d(
+        h.reshape(1, 1, 2, 2, 2), 1
+    ),
+    "fractional_max_pool2d": lambda L, h: L.nn.functional.fractional_max_pool2d(
+        h.reshape(1, 2, 4), 2, output_size=1
+    ),
+    "grid_sample": lambda L, h: L.nn.functional.grid_sample(
+        h.reshape(1, 1, 2, 4), L.zeros(1, 1, 1, 2, dtype=L.bfloat16), align_corners=False
+    ),
+    # Off both lists on the CPU: as the inputs are (float32 here).
+    "addmv": lambda L, h: L.addmv(L.zeros(3), L.ones(3, 3), L.ones(3)),
+    # torch's CPU multi_dot / chain_matmul are mm calls: low.
+    "multi_dot": lambda L, h: L.linalg.multi_dot([L.ones(2, 3), L.ones(3, 2), L.ones(2, 2)]),
+}
+
+
+@pytest.mark.parametrize("op", list(OPS_ON_TORCHS_CPU_LISTS))
+def test_more_ops_follow_torchs_cpu_lists(op):
+    dtypes = []
+    for lib in (torch, spx):
+        with lib.autocast("cpu"):
+            h = lib.ones(2, 4, dtype=lib.bfloat16) * 0.3
+            dtypes.append(str(OPS_ON_TORCHS_CPU_LISTS[op](lib, h).dtype).replace("torch.", ""))
+    assert dtypes[1] == dtypes[0]

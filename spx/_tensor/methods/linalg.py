@@ -109,6 +109,11 @@ def _addmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
     return beta * x + alpha * _matmul(a, b)
 
 
+def _addmv(x: Any, mat: Any, vec: Any, beta: Any, alpha: Any) -> Any:
+    # _addmm's arithmetic, apart for autocast: torch's CPU list has addmm but not addmv.
+    return _addmm(x, mat, vec, beta, alpha)
+
+
 def _addbmm(x: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
     return beta * x + alpha * jnp.sum(_matmul(a, b), axis=0)
 
@@ -258,7 +263,7 @@ class LinalgMethods:
 
     def addmv(self, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * (mat @ vec)``."""
-        return apply(_addmm, (), (self, mat, vec, beta, alpha))
+        return apply(_addmv, (), (self, mat, vec, beta, alpha))
 
     def addr(self, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
         """``beta * self + alpha * outer(vec1, vec2)``."""
