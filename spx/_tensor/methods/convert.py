@@ -424,6 +424,8 @@ class ConvertMethods:
         return np.asarray(self._value_for_host("tolist")).tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The values as a numpy array: a read-only snapshot at the call (torch's shares the
+        tensor's memory; a later in-place write into this tensor does not reach it here)."""
         if self.requires_grad and not force:
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         return np.asarray(self._value_for_host("numpy"))
