@@ -42,6 +42,7 @@ from spx.nn.functional import shape as _shape
 from spx.nn.functional import sparse as _sparse
 from spx.nn.functional import upsampling as _upsampling
 from spx.nn.functional.normalization import BatchNormResult as BatchNormResult
+from spx.ops.creation import as_tensor as _as_tensor
 
 
 def _keyed(fn: Callable, key_arg: str, needs_key: Callable[..., bool]) -> Callable:
@@ -121,11 +122,17 @@ def batch_norm(
         input, running_mean, running_var, weight, bias, training, momentum, eps
     )
     if training:
-        with _no_grad():
-            for old, new in ((running_mean, mean), (running_var, var)):
-                if hasattr(old, "copy_") and new is not None:
-                    old.copy_(new)
+        _update_running(((running_mean, mean), (running_var, var)))
     return out
+
+
+def _update_running(pairs: tuple) -> None:
+    """torch's in-place update of running statistics: ``old.copy_(new)`` for each ``old`` that
+    is a Tensor (an array given as ``running_mean`` cannot be written, as in JAX)."""
+    with _no_grad():
+        for old, new in pairs:
+            if hasattr(old, "copy_") and new is not None:
+                old.copy_(new)
 
 
 _cross_entropy_op = _recorded(_cross_entropy.cross_entropy)
@@ -430,15 +437,17 @@ def instance_norm(
     if use_input_stats and (running_mean is not None or running_var is not None):
         # torch updates the running statistics in place here: each instance's mean and
         # unbiased variance, averaged over the batch, blended in with `momentum`.
-        from spx.ops.creation import as_tensor
-
         dims = tuple(range(2, len(input.shape)))
         with _no_grad():
-            x = (input.detach() if isinstance(input, _Tensor) else as_tensor(input)).float()
-            new_stats = (x.mean(dim=dims).mean(0), x.var(dim=dims, unbiased=True).mean(0))
-            for old, new in zip((running_mean, running_var), new_stats, strict=True):
-                if hasattr(old, "copy_"):
-                    old.copy_(old * (1 - momentum) + new.to(old.dtype) * momentum)
+            x = (input.detach() if isinstance(input, _Tensor) else _as_tensor(input)).float()
+            stats = (x.mean(dim=dims).mean(0), x.var(dim=dims, unbiased=True).mean(0))
+            blended = [
+                None
+                if not hasattr(old, "copy_")
+                else old * (1 - momentum) + new.to(old.dtype) * momentum
+                for old, new in zip((running_mean, running_var), stats, strict=True)
+            ]
+        _update_running(tuple(zip((running_mean, running_var), blended, strict=True)))
     return _instance_norm_op(
         input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
     )
