@@ -477,12 +477,10 @@ class ConvertMethods:
         return bool(self)
 
     def __float__(self) -> float:
-        _one_element(self)
-        return float(self.item())
+        return float(_one_element(self, "__float__"))
 
     def __int__(self) -> int:
-        _one_element(self)
-        return int(self.item())
+        return int(_one_element(self, "__int__"))
 
     def __complex__(self) -> complex:
         return complex(self.item())
@@ -522,8 +520,10 @@ class ConvertMethods:
         return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)
 
 
-def _one_element(t: Any) -> None:
-    """torch's error for ``int(t)``/``float(t)`` of several elements (``item()`` raises a
-    RuntimeError there, these a ValueError)."""
-    if t.numel() != 1:
+def _one_element(t: Any, what: str) -> Any:
+    """``t``'s one value as a Python number; torch's error for several elements (``item()``
+    raises a RuntimeError there, ``int(t)``/``float(t)`` a ValueError)."""
+    value = t._value_for_host(what)
+    if value.size != 1:
         raise ValueError("only one element tensors can be converted to Python scalars")
+    return np.asarray(value).reshape(()).item()
