@@ -52,7 +52,10 @@ def _hurwitz(x: Any, q: Any) -> Any:
     # zeta(x, q + n), n = ceil(-q) - 1, the sum Cephes (torch) starts with too. A non-integer x
     # gives NaN there, as torch's. (Like torch's, the loop is as long as -q: q = -inf is not
     # shifted.)
-    n = jnp.where((q < -1) & jnp.isfinite(q), jnp.ceil(-q) - 1, 0).astype(q.dtype)
+    # (A non-positive integer q is inf below, with no sum: it would run as long as -q, which
+    # a float32 count cannot even reach past 2**24.)
+    shift = (q < -1) & jnp.isfinite(q) & (q != jnp.floor(q))
+    n = jnp.where(shift, jnp.ceil(-q) - 1, 0).astype(q.dtype)
 
     def add_term(state: tuple) -> tuple:
         k, acc = state
@@ -62,10 +65,19 @@ def _hurwitz(x: Any, q: Any) -> Any:
     _, head = jax.lax.while_loop(
         lambda state: state[0] < jnp.max(n, initial=zero), add_term, (zero, jnp.zeros_like(q))
     )
-    out = jsp.zeta(x, q + n) + head
+    out = _zeta_tail(x, q + n) + head
     out = jnp.where((q <= 0) & (q == jnp.floor(q)), jnp.inf, out)
     out = jnp.where(x < 1, jnp.nan, out)
     return jnp.where(x == 1, jnp.inf, out).astype(x.dtype)
+
+
+def _zeta_tail(x: Any, q: Any) -> Any:
+    """JAX's Hurwitz zeta, and for a large ``x``, where it gives NaN (``x = 1e4``, ``inf``),
+    the first terms of the sum ``sum_k (q + k)^-x`` (Cephes's, torch's answer there: each
+    term is at most ``((q + 1) / q)^-x`` times the one before, or underflows)."""
+    out = jsp.zeta(x, q)
+    direct = sum(jnp.power(q + k, -x) for k in range(8))
+    return jnp.where(jnp.isnan(out) & (x > 64) & ~jnp.isnan(q), direct, out)
 
 
 def _trigamma(x: Any) -> Any:
@@ -190,12 +202,58 @@ def _zeta(x: Any, q: Any) -> Any:
     return _zeta_value(*float_pair(x, q))
 
 
+# Taylor coefficients in eta of Temme's C_0 and C_1 (DLMF 8.12.8; Cephes's d[0], d[1]).
+_TEMME = (
+    (-3.3333333333333333e-1, 8.3333333333333333e-2, -1.4814814814814815e-2,
+     1.1574074074074074e-3, 3.527336860670194e-4, -1.7875514403292181e-4,
+     3.9192631785224378e-5, -2.1854485106799922e-6, -1.85406221071516e-6,
+     8.296711340953086e-7),
+    (-1.8518518518518519e-3, -3.4722222222222222e-3, 2.6455026455026455e-3,
+     -9.9022633744855967e-4, 2.0576131687242798e-4, -4.0187757201646091e-7,
+     -1.8098550334489978e-5, 7.6491609160811101e-6, -1.6120900894563446e-6,
+     4.6471278028074343e-9),
+)  # fmt: skip
+
+
+def _log1pmx(s: Any) -> Any:
+    """``log1p(s) - s`` without the cancellation near 0 (its series below ``|s| = 0.1``)."""
+    series = jnp.zeros_like(s)
+    for k in range(10, 1, -1):
+        series = (series + (-1.0) ** (k + 1) / k) * s
+    return jnp.where(jnp.abs(s) < 0.1, series * s, jnp.log1p(s) - s)
+
+
+def _temme(a: Any, x: Any, upper: bool) -> Any:
+    """Temme's uniform expansion of the regularized incomplete gamma for a large ``a`` and ``x``
+    within 30% of ``a`` (two terms: the third is below 1e-6 from a = 20), as Cephes's
+    ``asymptotic_series``: ``Q = erfc(eta sqrt(a / 2)) / 2 + R``,
+    ``R = exp(-a eta^2 / 2) / sqrt(2 pi a) (C_0(eta) + C_1(eta) / a)``; ``P = 1 - Q`` the same
+    way with the signs turned."""
+    s = (x - a) / a
+    eta = jnp.sign(s) * jnp.sqrt(jnp.maximum(-2 * _log1pmx(s), 0))
+    total = jnp.zeros_like(a)
+    for k, coefficients in enumerate(_TEMME):
+        c = jnp.zeros_like(eta)
+        for coefficient in reversed(coefficients):
+            c = c * eta + coefficient
+        total = total + c / a**k
+    rest = jnp.exp(-0.5 * a * eta * eta) * total / jnp.sqrt(2 * jnp.pi * a)
+    root = eta * jnp.sqrt(a / 2)
+    return 0.5 * jsp.erfc(root) + rest if upper else 0.5 * jsp.erfc(-root) - rest
+
+
 def _igamma_value(a: Any, x: Any, upper: bool) -> Any:
     """JAX's regularized incomplete gamma with torch's rules at the edges, applied in torch's
     order (the first that holds wins): NaN for negative arguments; at ``a = 0``, ``P = 1``
     for ``x > 0`` (else NaN); at ``x = 0``, ``P = 0``; at ``a = inf``, ``P = 0`` (NaN if ``x``
     is infinite too); at ``x = inf``, ``P = 1``. ``Q = 1 - P`` at each."""
-    out = jsp.gammaincc(a, x) if upper else jsp.gammainc(a, x)
+    # JAX's series and continued fraction go wrong for a large a near x (gammainc(1e7, 1e7)
+    # was 3521, torch 0.5; 3e-5 off at a = 50): Cephes (torch) uses Temme's expansion there.
+    # Each branch gets safe arguments where the other is used: neither makes a NaN gradient.
+    temme = _temme_region(a, x)
+    a_j, x_j = jnp.where(temme, 1, a), jnp.where(temme, 1, x)
+    out = jsp.gammaincc(a_j, x_j) if upper else jsp.gammainc(a_j, x_j)
+    out = jnp.where(temme, _temme(jnp.where(temme, a, 1e3), jnp.where(temme, x, 1e3), upper), out)
     one, zero = (0.0, 1.0) if upper else (1.0, 0.0)
     out = jnp.where(jnp.isinf(x), one, out)
     out = jnp.where(jnp.isinf(a), jnp.where(jnp.isinf(x), jnp.nan, zero), out)
@@ -209,8 +267,27 @@ def _igamma_jvp(upper: bool, primals: tuple, tangents: tuple) -> tuple:
     fn = "gammaincc" if upper else "gammainc"
     no_derivative(ta, fn, "input", f"spx.special.{fn}(a.detach(), x)")
     out = _igamma_diff(a, x, upper)
-    slope = jnp.exp((a - 1) * jnp.log(x) - x - jsp.gammaln(a))
-    return out, (-slope if upper else slope) * tx
+    return out, (-_slope(a, x) if upper else _slope(a, x)) * tx
+
+
+def _slope(a: Any, x: Any) -> Any:
+    """``d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)``. For a large ``a`` the exponent's terms
+    cancel (float32 kept 4 digits at a = 200): there it is ``exp(-a eta^2 / 2) sqrt(a / 2pi)
+    / (x Gamma*(a))``, ``Gamma*`` Stirling's series (Temme's variables)."""
+    large = _temme_region(a, x)
+    a_t, x_t = jnp.where(large, a, 1e3), jnp.where(large, x, 1e3)
+    eta2 = -2 * _log1pmx((x_t - a_t) / a_t)
+    stirling = 1 + 1 / (12 * a_t) + 1 / (288 * a_t**2) - 139 / (51840 * a_t**3)
+    near = jnp.exp(-0.5 * a_t * eta2) * jnp.sqrt(a_t / (2 * jnp.pi)) / (x_t * stirling)
+    a_s, x_s = jnp.where(large, 2, a), jnp.where(large, 1, x)
+    return jnp.where(large, near, jnp.exp((a_s - 1) * jnp.log(x_s) - x_s - jsp.gammaln(a_s)))
+
+
+def _temme_region(a: Any, x: Any) -> Any:
+    """Where :func:`_temme` replaces JAX's value: ``a`` large (two terms are float32's
+    precision from a = 20, float64's from a = 2000), ``x`` within 30% of it."""
+    low = 20 if jnp.finfo(jnp.result_type(a)).bits <= 32 else 2000
+    return (a > low) & (jnp.abs(x - a) < 0.3 * a)
 
 
 _igamma_diff = jax.custom_jvp(_igamma_value, nondiff_argnums=(2,))

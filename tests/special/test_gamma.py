@@ -2,6 +2,7 @@
 gammaincc, zeta) against torch.special: values at poles and infinities, gradients, and the
 derivatives torch does not implement raising from backward()."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -133,3 +134,42 @@ def test_zeta_at_negative_q_matches_torch():
     torch.special.zeta(torch.tensor(x), qt)[finite].sum().backward()
     spx.special.zeta(spx.tensor(x), qs)[finite].sum().backward()
     np.testing.assert_allclose(qs.grad.numpy()[finite], qt.grad.numpy()[finite], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
+def test_gammainc_for_large_a_near_x_matches_torch(name, dtype):
+    # JAX's value went wrong there (gammainc(1e7, 1e7) was 3521, a probability; torch 0.5):
+    # Temme's expansion, as Cephes (torch) uses, for a > 20 and x within 30% of a.
+    a = np.repeat([21.0, 50.0, 200.0, 1e3, 3e3, 1e5, 1e7], 6)
+    x = a * np.tile([0.71, 0.95, 0.999, 1.0, 1.01, 1.29], 7)
+    compare(lambda m, s, t: getattr(m.special, name)(s, t), [a, x], dtype, grad=False)
+    # The slope in x against torch's float64 one: torch's own float32 slope is off by up to
+    # 7% there (exp of a sum whose terms cancel), spx's takes Temme's variables.
+    xt = torch.tensor(x.astype(dtype), dtype=torch.float64, requires_grad=True)
+    getattr(torch.special, name)(
+        torch.tensor(a.astype(dtype), dtype=torch.float64), xt
+    ).sum().backward()
+    with jax.enable_x64(dtype == np.float64):
+        xs = spx.tensor(x.astype(dtype), requires_grad=True)
+        getattr(spx.special, name)(spx.tensor(a.astype(dtype)), xs).sum().backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=2e-5, atol=1e-30)
+    huge = np.array([1e30, 1e30], dtype)  # no gradient there: its slope overflows
+    compare(lambda m, s, t: getattr(m.special, name)(s, t), [huge, huge * [1.0, 1.1]], dtype, False)
+
+
+def test_gamma_cdf_of_a_large_shape_is_a_probability():
+    rate = spx.tensor(1.0)
+    got = spx.distributions.Gamma(spx.tensor(1e7), rate).cdf(spx.tensor(1e7)).item()
+    want = torch.distributions.Gamma(torch.tensor(1e7), torch.tensor(1.0)).cdf(torch.tensor(1e7))
+    np.testing.assert_allclose(got, want.item(), atol=1e-5)
+
+
+def test_zeta_of_a_huge_x_and_of_a_huge_negative_q_as_torch():
+    # zeta(1e4, q) was NaN (torch sums the first terms), and a q below -2**24 never returned:
+    # its float32 shift count stopped growing (torch: inf, a non-positive integer).
+    x = [1e4, np.inf, 1e4, 1e4, 1e4, 2.0, 2.0, 3.0]
+    q = [1.0, 1.0, 0.5, -0.5, 2.0, -3e7, -1e30, -2.0]
+    want = torch.special.zeta(torch.tensor(x), torch.tensor(q)).numpy()
+    got = spx.special.zeta(spx.tensor(x), spx.tensor(q)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
