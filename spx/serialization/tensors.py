@@ -300,14 +300,18 @@ def _no_keys(keys: Any, source: str) -> None:
         )
 
 
-def _document(text: str, source: str) -> Any:
+def _header_json(text: str, fields: tuple[str, ...], what: str, source: str) -> list[Any]:
+    """``fields`` of the JSON object ``text`` from a file's header, else a ValueError naming
+    ``what`` is corrupt in ``source``."""
     try:
         document = json.loads(text)
-        version, root = document["version"], document["root"]
+        return [document[field] for field in fields]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(
-            f"{source}: the saved structure in the header is corrupt ({e!r}); re-save it"
-        ) from None
+        raise ValueError(f"{source}: {what} in the header is corrupt ({e!r}); re-save it") from None
+
+
+def _document(text: str, source: str) -> Any:
+    version, root = _header_json(text, ("version", "root"), "the saved structure", source)
     if version > VERSION:
         raise ValueError(
             f"{source} was written by a newer spx (object format {version}, this version reads "
@@ -358,13 +362,7 @@ def _in_saved_order(loaded: dict[str, Any], order: str | None, source: str) -> d
     header's :data:`ORDER_KEY` entry, None for files other writers made)."""
     if order is None:
         return loaded
-    try:
-        saved = json.loads(order)
-        keys, kind = saved["keys"], saved["type"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(
-            f"{source}: the saved key order in the header is corrupt ({e!r})"
-        ) from None
+    keys, kind = _header_json(order, ("keys", "type"), "the saved key order", source)
     if sorted(keys) != sorted(loaded):
         raise ValueError(
             f"{source}: the saved key order names {len(keys)} tensors but the file holds "
