@@ -571,7 +571,7 @@ class IndexingMethods:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         view = self._view
-        if view is not None:
+        if view is not None and view.overlaps is not False:  # (known False: nothing to do)
             from spx._tensor.tensor import OVERLAPPING_WRITE, overlaps
 
             if overlaps(view):
