@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import math
 import weakref
 from typing import Any
 
@@ -193,15 +195,31 @@ def overlaps(view: _View) -> bool:
 
 
 def _repeats(view: _View) -> bool:
-    shape = view.base._aval.shape
-    positions = jnp.arange(int(np.prod(shape)), dtype=jnp.int32).reshape(shape)
-    extras = [e._value() if isinstance(e, Tensor) else e for e in view.extras]
-    try:
-        index = np.asarray(_view_from(positions, *extras, view.chain))
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return False  # a traced slice start (spx.compile): not known here
-    except TypeError:
-        return False  # a step positions cannot go through (view_as_complex): no expand there
+    extras = []
+    for e in view.extras:
+        value = e._value() if isinstance(e, Tensor) else e
+        if isinstance(value, jax.core.Tracer):
+            return False  # a slice start computed inside spx.compile: not known while tracing
+        extras.append(np.asarray(value))
+    return _positions_repeat(tuple(view.base._aval.shape), view.chain, tuple(map(_key, extras)))
+
+
+def _key(a: np.ndarray) -> tuple:
+    return (a.shape, a.dtype.str, a.tobytes())
+
+
+@functools.lru_cache(maxsize=256)
+def _positions_repeat(shape: tuple, chain: tuple, extras: tuple) -> bool:
+    """Whether the view ``chain`` of a base of ``shape`` lists a base position twice; computed
+    with concrete values even while spx.compile traces (the answer depends on shapes and the
+    chain only), once per chain."""
+    values = [np.frombuffer(b, np.dtype(d)).reshape(s) for s, d, b in extras]
+    with jax.ensure_compile_time_eval():
+        positions = jnp.arange(math.prod(shape), dtype=jnp.int32).reshape(shape)
+        try:
+            index = np.asarray(_view_from(positions, *values, chain))
+        except TypeError:
+            return False  # a step positions cannot go through (view_as_complex): no expand there
     return np.unique(index).size < index.size
 
 
