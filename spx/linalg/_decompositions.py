@@ -132,8 +132,14 @@ def cholesky(A: Any, *, upper: bool = False) -> Tensor:
         >>> spx.linalg.cholesky(spx.tensor([[4.0, 0.0], [0.0, 9.0]])).tolist()
         [[2.0, 0.0], [0.0, 3.0]]
     """
+    return checked_cholesky(A, upper, "linalg.cholesky")
+
+
+def checked_cholesky(A: Any, upper: bool, what: str) -> Tensor:
+    """:func:`cholesky`, its failure reported under ``what`` (``Tensor.cholesky`` and the
+    deprecated ``spx.cholesky`` are torch's ``cholesky:``)."""
     factor, info = cholesky_ex(A, upper=upper)
-    check_later(info, "linalg.cholesky", "cholesky", factor.ndim > 2)
+    check_later(info, what, "cholesky", factor.ndim > 2)
     return factor
 
 

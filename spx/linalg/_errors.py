@@ -77,6 +77,8 @@ def first_zero_pivot(a: Any) -> Any:
 def _only_if(failed: Any, info_of: Callable[[Any], Any], a: Any) -> Any:
     # The factorization runs again only when some matrix failed (lax.cond runs one branch).
     zeros = jnp.zeros(failed.shape, jnp.int32)
+    if a.shape[-1] == 0:
+        return zeros  # 0 x 0 matrices factorize (there is no column to trace the loop over)
     return lax.cond(jnp.any(failed), lambda m: jnp.where(failed, info_of(m), 0), lambda m: zeros, a)
 
 

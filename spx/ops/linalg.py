@@ -163,7 +163,9 @@ def difference_norm(diff: Any, p: float) -> Any:
         return jnp.sum(a, axis=-1)
     if p == float("inf"):
         return jnp.max(a, axis=-1)
-    total = jnp.sum(diff * diff if p == 2 else a**p, axis=-1)
+    # A zero difference to a power below 1 has an infinite slope: 0 there, as torch's.
+    powered = diff * diff if p == 2 else jnp.where(a == 0, 0, jnp.where(a == 0, 1, a) ** p)
+    total = jnp.sum(powered, axis=-1)
     zero = total == 0  # torch's gradient of a zero distance is zero (not NaN)
     safe = jnp.where(zero, 1, total)
     return jnp.where(zero, 0, jnp.sqrt(safe) if p == 2 else safe ** (1.0 / p))

@@ -130,8 +130,6 @@ def save(
     text = {"format": "pt", **check_metadata(metadata)}
     if _is_state_dict(obj):
         arrays = {check_key(k): to_host(k, v) for k, v in obj.items()}
-        if ORDER_KEY in text:
-            raise ValueError(f"metadata key {ORDER_KEY!r} is reserved for the saved key order")
         # safetensors orders its header by dtype and name: the order of the dict (a
         # state_dict's is the module's) and its type are kept beside it.
         kind = "odict" if type(obj) is OrderedDict else "dict"
@@ -364,8 +362,5 @@ def _in_saved_order(loaded: dict[str, Any], order: str | None, source: str) -> d
         return loaded
     keys, kind = _header_json(order, ("keys", "type"), "the saved key order", source)
     if sorted(keys) != sorted(loaded):
-        raise ValueError(
-            f"{source}: the saved key order names {len(keys)} tensors but the file holds "
-            f"{len(loaded)}; the file was changed after spx wrote it, re-save it"
-        )
+        return loaded  # tensors added or removed by another tool: the file's own order
     return (OrderedDict if kind == "odict" else dict)((k, loaded[k]) for k in keys)

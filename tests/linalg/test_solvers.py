@@ -220,6 +220,16 @@ def test_singular_and_indefinite_matrices_raise_torchs_linalgerror(call, which):
     assert issubclass(spx.linalg.LinAlgError, RuntimeError)
 
 
+def test_empty_matrices_factorize_and_tensor_cholesky_names_itself():
+    for shape in ((0, 0), (3, 0, 0)):
+        got = spx.linalg.cholesky_ex(spx.zeros(*shape))
+        want = torch.linalg.cholesky_ex(torch.zeros(*shape))
+        assert tuple(got.L.shape) == tuple(want.L.shape)
+        assert got.info.tolist() == want.info.tolist()
+    with pytest.raises(spx.linalg.LinAlgError, match=r"^cholesky: "):
+        spx.tensor([[1.0, 2.0], [2.0, 1.0]]).cholesky().sum().item()
+
+
 def test_a_failing_cholesky_raises_at_the_next_read_and_leaves_compiled_steps_alone():
     _, _, indefinite = _failures()
     factor = spx.linalg.cholesky(spx.tensor(indefinite) * spx.ones(1))  # a pending value

@@ -351,6 +351,19 @@ def test_a_state_dict_comes_back_in_its_order_and_type_as_torchs(tmp_path, to):
     path = tmp_path / "plain.safetensors"  # another writer's file: its own order, a dict
     st_torch.save_file({"b": torch.ones(1), "a": torch.ones(1)}, str(path))
     assert sorted(load(path)) == ["a", "b"]
+    # A file another tool rewrote with a tensor less, spx's metadata kept: loads, in its order.
+    save(ordered, path)
+    kept = st_torch.load_file(str(path))
+    del kept["a"]
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    st_torch.save_file(kept, str(path), metadata=meta)
+    assert sorted(load(path)) == ["m", "z"]
+    loaded = load(path)  # saved again with that metadata: the order written is the dict's
+    save({"z": loaded["z"], "m": loaded["m"]}, path, metadata=meta)
+    assert list(load(path)) == ["z", "m"]
 
 
 def _round_trip(save_fn, obj, path, to):

@@ -375,5 +375,6 @@ def test_uint8_any_all_and_empty_medians_and_unique_nans_as_torch():
     check(lambda m, x: (x.any(), x.all(), x.any(1), x.all(0, keepdim=True)), u)
     empty = np.zeros((0,), np.float32)
     check(lambda m, x: (x.median(), x.nanmedian()), empty)
+    check(lambda m, x: x.median(), np.zeros((0,), np.int32))  # the lowest integer
     nans = np.array([np.nan, 1.0, np.nan, 1.0], np.float32)
     check(lambda m, x: m.unique(x, return_counts=True), nans)  # each NaN stays (NaN != NaN)

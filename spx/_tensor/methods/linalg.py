@@ -324,9 +324,9 @@ class LinalgMethods:
 
     def cholesky(self, upper: bool = False) -> Any:
         """The Cholesky factor, lower (or ``upper``) triangular: ``linalg.cholesky``."""
-        from spx import linalg
+        from spx.linalg._decompositions import checked_cholesky
 
-        return linalg.cholesky(self, upper=upper)
+        return checked_cholesky(self, upper, "cholesky")
 
     # -- square matrices (batched over leading dimensions) -------------------------------------
     def det(self) -> Any:

@@ -43,9 +43,15 @@ def _kth_dim(x: Any, k: int, axis: int, keepdims: bool) -> tuple:
     return vals, idx
 
 
+def _lowest(x: Any) -> Any:
+    return jnp.iinfo(x.dtype).min if jnp.issubdtype(x.dtype, jnp.integer) else False
+
+
 def _median_all(x: Any) -> Any:
-    if x.size == 0:  # torch: NaN (a float tensor's; integer tensors raise there)
-        return jnp.full((), jnp.nan, x.dtype)
+    if x.size == 0:  # torch: NaN (an integer tensor's lowest value)
+        return jnp.full(
+            (), jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else _lowest(x), x.dtype
+        )
     flat = jnp.sort(x.reshape(-1))  # NaN sorts last; torch's median is NaN if any is
     out = flat[(flat.shape[0] - 1) // 2]
     if jnp.issubdtype(x.dtype, jnp.inexact):
@@ -74,8 +80,9 @@ def _nanmedian_dim(x: Any, axis: int | None, keepdims: bool) -> tuple:
     """Lower median of the non-NaN values along ``axis`` (all of ``x`` when None)."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-        if x.size == 0:  # torch: NaN
-            return jnp.full((), jnp.nan, x.dtype), jnp.zeros((), jnp.int32)
+        if x.size == 0:  # torch: NaN (an integer tensor's lowest value)
+            fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else _lowest(x)
+            return jnp.full((), fill, x.dtype), jnp.zeros((), jnp.int32)
     if x.ndim == 0:
         return _index_zero(x)
     order = jnp.argsort(x, axis=axis, stable=True)  # NaN last

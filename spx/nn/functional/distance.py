@@ -67,11 +67,15 @@ def pdist(input: Array, p: float = 2.0) -> Array:
     the pairs ``(0, 1), (0, 2), ..., (1, 2), ...`` in order (mirrors ``torch...pdist``).
 
     Example:
-        >>> F.pdist(jnp.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]))  # [5., 10., 5.]
+        >>> import spx
+        >>> spx.nn.functional.pdist(spx.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])).tolist()
+        [5.0, 10.0, 5.0]
     """
     x = jnp.asarray(input)
     if x.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     rows, cols = np.triu_indices(x.shape[0], 1)

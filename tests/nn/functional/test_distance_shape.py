@@ -53,7 +53,7 @@ def test_pixel_shuffle_roundtrip():
     assert_close(F.pixel_unshuffle(y, 2), TF.pixel_unshuffle(torch.tensor(np.asarray(y)), 2))
 
 
-@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, float("inf")])
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, 0.5, float("inf")])
 def test_pdist_values_and_gradients(p):
     import spx
 
@@ -68,3 +68,5 @@ def test_pdist_values_and_gradients(p):
     assert_close(spx.pdist(spx.tensor(x), p).numpy(), torch.pdist(torch.tensor(x), p))
     with pytest.raises(RuntimeError, match="2D"):
         spx.pdist(spx.ones(3))
+    with pytest.raises(RuntimeError, match="floating-point"):
+        spx.pdist(spx.ones(3, 3, dtype=spx.int32))
