@@ -404,7 +404,10 @@ def _hooked_results(cuts: list | None = None) -> dict[tuple[int, int], _Hooked]:
                 key = (id(node), idx)
                 entry = out[key] = _Hooked((node, idx), key, cut_at.get(key))
                 entry.hooks = list(hooks)
-                entry.tensors = [t for r in tensors if (t := r()) is not None]
+                # Once each: a tensor with several hooks is listed once per hook, and its
+                # retained gradient must be added once (it was doubled with two hooks).
+                alive = [t for r in tensors if (t := r()) is not None]
+                entry.tensors = list({id(t): t for t in alive}.values())
                 entry.group = list(group) if group else None
     return out
 

@@ -290,3 +290,16 @@ def test_a_hook_that_changes_the_gradient_in_place_and_returns_none():
         return x.grad, y.grad, m.weight.grad, m.bias.grad, gz
 
     _both(fn)
+
+
+def test_a_retained_gradient_with_two_hooks_is_added_once():
+    def fn(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        y.retain_grad()
+        y.register_hook(lambda g: g * 2)
+        y.register_hook(lambda g: None)
+        (y * 2).sum().backward()
+        return y.grad, x.grad
+
+    _both(fn)
