@@ -164,6 +164,7 @@ def worker_spx(a: argparse.Namespace) -> dict:
             return call
 
         programs.forward, programs.backward = timed(programs.forward), timed(programs.backward)
+        programs.forward_backward = timed(programs.forward_backward)
         per_step = []
         for _ in range(10):
             dist.barrier()

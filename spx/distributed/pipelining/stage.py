@@ -125,6 +125,12 @@ class PipelineStage:
             f"device={self.device}, submod={type(self.submod).__name__})"
         )
 
+    @property
+    def fuses_forward_backward(self) -> bool:
+        """Whether the runtime may run F and B of one microbatch as one program: on the last
+        stage, with a loss (see :meth:`forward_backward_one_chunk`)."""
+        return self.is_last and self._loss_fn is not None
+
     # -- set-up by the schedule --------------------------------------------------------------
     def _attach(self, loss_fn: Any) -> None:
         # Only the last stage's programs involve the loss: the other stages keep theirs (and
@@ -199,10 +205,7 @@ class PipelineStage:
         self._check_inputs(args, mb)
         programs = self._programs
         buffers = programs.read_buffers()
-        key = spx_random.get_key()
-        if key is not self._key_out and not (key.committed and key.devices() == self._devices):
-            # A fresh key, or one another stage of this rank left on another device.
-            key = jax.device_put(key, self.device)
+        key = self._forward_key()
         if train:
             out, loss, res, new_buffers, new_key = programs.forward(
                 buffers, key, args, kwargs, target, loss_kwargs
@@ -216,7 +219,36 @@ class PipelineStage:
             out, loss, new_buffers, new_key = programs.forward_eval(
                 buffers, key, args, kwargs, target, loss_kwargs
             )
-        programs.write_buffers(new_buffers)
+        self._forward_done(mb, out, loss, new_buffers, new_key)
+        return out
+
+    def forward_backward_one_chunk(
+        self, mb: int, args: tuple, kwargs: dict, target: Any, loss_kwargs: dict[str, Any] | None
+    ) -> Any:
+        """F then B of microbatch ``mb`` on the last stage, as one program (the executor's
+        choice when the table runs them back to back); returns the gradients for the previous
+        stage. Same results as ``forward_one_chunk`` then ``backward_one_chunk``."""
+        self._check_inputs(args, mb)
+        programs = self._programs
+        buffers = programs.read_buffers()
+        key = self._forward_key()
+        out, loss, new_buffers, new_key, g_inputs, self._acc = programs.forward_backward(
+            buffers, key, args, kwargs, target, loss_kwargs, self._accumulators()
+        )
+        # The microbatch's residuals live inside the program: count them while it runs.
+        self.peak_stored = max(self.peak_stored, self._stored_now + 1)
+        self._forward_done(mb, out, loss, new_buffers, new_key)
+        return g_inputs
+
+    def _forward_key(self) -> Any:
+        key = spx_random.get_key()
+        if key is not self._key_out and not (key.committed and key.devices() == self._devices):
+            # A fresh key, or one another stage of this rank left on another device.
+            key = jax.device_put(key, self.device)
+        return key
+
+    def _forward_done(self, mb: int, out: Any, loss: Any, new_buffers: list, new_key: Any) -> None:
+        self._programs.write_buffers(new_buffers)
         spx_random.set_key(new_key)
         self._key_out = new_key
         self._check_output(out, mb)
@@ -224,7 +256,6 @@ class PipelineStage:
             self.outputs[mb] = out
             if loss is not None:
                 self.losses[mb] = loss
-        return out
 
     def _take_residuals(self, mb: int, action: str) -> Any:
         try:

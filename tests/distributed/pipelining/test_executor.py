@@ -1,7 +1,8 @@
-"""RankRunner posts receives ahead of the table, within its window (fake stages and transport).
+"""RankRunner posts receives ahead of the table, within its window, and runs the last stage's
+back-to-back F and B as one program (fake stages and transport).
 
 The numbers the schedules compute are checked against torch and single-device runs in the
-conformance suite; this file checks only *when* the runner posts and waits.
+conformance suite; this file checks only *when* the runner posts, waits and computes.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import pytest
 
 from spx.distributed.pipelining.runtime.executor import RankRunner
+from spx.distributed.pipelining.tables.ir import _Action
 from spx.distributed.pipelining.tables.lowering import _lower_schedule
 from spx.distributed.pipelining.tables.orders import (
+    gpipe_order,
     interleaved_1f1b_order,
     one_f_one_b_order,
     stage_to_rank_loop,
@@ -47,6 +50,8 @@ class _Transport:
 
 
 class _Stage:
+    fuses_forward_backward = False
+
     def __init__(self, log: _Log, index: int) -> None:
         self.log, self.index = log, index
 
@@ -59,10 +64,33 @@ class _Stage:
         return "gradient"
 
 
-def _run(order, n_stages: int, n_mb: int, rank: int, stage_to_rank: dict, ahead: int):
+class _FusingStage(_Stage):
+    """A last stage with a loss: the runner may run its F and B of a microbatch together."""
+
+    fuses_forward_backward = True
+
+    def forward_backward_one_chunk(self, mb, args, kwargs, target, loss_kwargs):
+        self.log.events.append(("FB", (self.index, mb)))
+        return "gradient"
+
+
+def _run(
+    order,
+    n_stages: int,
+    n_mb: int,
+    rank: int,
+    stage_to_rank: dict,
+    ahead: int,
+    fusing: bool = False,
+):
     table = _lower_schedule(order, n_stages, n_mb, unshard_reshard=False)
     log = _Log()
-    mine = {s: _Stage(log, s) for s, r in stage_to_rank.items() if r == rank}
+    last = n_stages - 1
+    mine = {
+        s: (_FusingStage if fusing and s == last else _Stage)(log, s)
+        for s, r in stage_to_rank.items()
+        if r == rank
+    }
     runner = RankRunner(mine, stage_to_rank, rank, _Transport(log), "test")
     runner.recv_ahead = ahead
     runner.run(table, [((),)] * n_mb, [{}] * n_mb, [None] * n_mb, train=True)
@@ -131,3 +159,50 @@ def test_rank_0_of_1f1b_posts_its_first_gradients_before_computing():
     _, events = _run(one_f_one_b_order(2, 2, 8), 2, 8, 0, {0: 0, 1: 1}, ahead=2)
     assert events[:2] == [("post", ("B", 0, 0)), ("post", ("B", 0, 1))]
     assert events[2] == ("F", (0, 0))
+
+
+# -- the last stage's F and B as one program ---------------------------------------------------
+def test_1f1b_last_stage_runs_each_forward_with_its_backward():
+    # Rank 1 of 1F1B runs F(i), posts RECV_F(i+1), runs B(i): one program per microbatch,
+    # and the gradient goes out after it, in microbatch order.
+    _, events = _run(one_f_one_b_order(2, 2, 8), 2, 8, 1, {0: 0, 1: 1}, ahead=2, fusing=True)
+    computed = [e for e in events if e[0] in ("F", "B", "FB")]
+    assert computed == [("FB", (1, mb)) for mb in range(8)]
+    sends = [e for e in events if e[0] == "send"]
+    assert sends == [("send", ("B", 0, mb)) for mb in range(8)]
+    for mb in range(8):
+        assert events.index(("FB", (1, mb))) < events.index(("send", ("B", 0, mb)))
+        # Its input was waited on before the program ran.
+        assert events.index(("wait", ("F", 1, mb))) < events.index(("FB", (1, mb)))
+
+
+def test_forward_and_backward_apart_stay_two_programs():
+    # GPipe's last stage runs every F, then every B: nothing to fuse.
+    _, events = _run(gpipe_order(2, 2, 4), 2, 4, 1, {0: 0, 1: 1}, ahead=2, fusing=True)
+    computed = [e for e in events if e[0] in ("F", "B", "FB")]
+    assert computed == [("F", (1, mb)) for mb in range(4)] + [("B", (1, mb)) for mb in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("spelled", "pairs"),
+    [
+        (["3F0", "3RECV_F1", "3B0"], {0: 2}),  # only a receive between them
+        (["3F0", None, "3B0"], {0: 2}),  # a bubble
+        (["3F0", "1SEND_F0", "3B0"], {}),  # a send would wait for the backward
+        (["3F0", "1F0", "3B0"], {}),  # another computation
+        (["3F0", "3B1"], {}),  # another microbatch
+        (["3F0", "3I0", "3W0"], {}),  # zero-bubble halves stay apart
+        (["2F0", "2B0"], {}),  # not the last stage
+    ],
+)
+def test_which_forward_backward_pairs_fuse(spelled, pairs):
+    log = _Log()
+    runner = RankRunner({3: _FusingStage(log, 3)}, {s: 0 for s in range(4)}, 0, _Transport(log))
+    actions = [None if a is None else _Action.from_str(a) for a in spelled]
+    assert runner._fused(actions) == pairs
+
+
+def test_a_stage_without_a_loss_is_never_fused():
+    log = _Log()
+    runner = RankRunner({1: _Stage(log, 1)}, {0: 0, 1: 0}, 0, _Transport(log))
+    assert runner._fused([_Action.from_str("1F0"), _Action.from_str("1B0")]) == {}

@@ -236,11 +236,85 @@ def test_each_program_compiles_once(name):
     x, t = batch(8)
     for _ in range(2):
         schedule.step(x, target=t)
+    # 1F1B's last stage runs each microbatch's F and B back to back: one fused program.
     kinds = (
-        ["_forward", "_backward"]
+        ["_forward_backward"]
         if name == "1F1B"
         else ["_forward", "_backward_input", "_backward_weight"]
     )
     for stage in stages:
         for kind in kinds:
             assert getattr(stage._programs, kind)._cache_size() == 1, (stage.stage_index, kind)
+    if name == "1F1B":
+        assert stages[0]._programs._forward._cache_size() == 0
+        assert stages[0]._programs._backward._cache_size() == 0
+
+
+# -- the last stage's F and B as one program ----------------------------------------------------
+class NormHead(nn.Module):
+    """A last stage with buffers (BatchNorm's running statistics) and, optionally, dropout."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.norm = nn.BatchNorm1d(8)
+        self.drop = nn.Dropout(p)
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.out(self.drop(spx.tanh(self.norm(self.lin(x)))))
+
+
+def _pipelined_step(name: str, p: float, x, t) -> tuple[NormHead, Any, list, Any]:
+    spx.manual_seed(0)
+    model = NormHead(p)
+    stage = PipelineStage(model, 0, 1, "cpu")
+    schedule = get_schedule_class(name)(stage, 4, loss_fn=mse)
+    spx.manual_seed(1)
+    losses: list = []
+    out = schedule.step(x, target=t, losses=losses)
+    fused = stage._programs._forward_backward._cache_size()
+    assert fused == (1 if name == "1F1B" else 0), (name, fused)  # 1F1B fuses, GPipe cannot
+    return model, out, losses, spx.random.get_key()
+
+
+def _state(model: NormHead) -> dict[str, np.ndarray]:
+    grads = {f"grad {n}": np.asarray(q.grad) for n, q in model.named_parameters()}
+    return {**grads, **{n: np.asarray(b) for n, b in model.named_buffers()}}
+
+
+def test_fused_forward_backward_equals_separate_programs_with_buffers_and_dropout():
+    """1F1B runs the last stage's F and B of a microbatch as one program, GPipe as two: the
+    outputs, losses, gradients, BatchNorm statistics and the RNG key after the step (what the
+    dropout masks drew) agree."""
+    x, t = batch(16, 8, 4)
+    fused = _pipelined_step("1F1B", 0.3, x, t)
+    apart = _pipelined_step("GPipe", 0.3, x, t)
+    np.testing.assert_allclose(np.asarray(fused[1]), np.asarray(apart[1]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        [float(v) for v in fused[2]], [float(v) for v in apart[2]], rtol=1e-5
+    )
+    for (name, got), want in zip(_state(fused[0]).items(), _state(apart[0]).values(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(jax.random.key_data(fused[3]), jax.random.key_data(apart[3]))
+    assert not np.allclose(np.asarray(fused[1]), 0)  # dropout kept some units
+
+
+def test_fused_forward_backward_equals_an_eager_microbatch_loop():
+    """Without dropout, the fused step equals running each microbatch eagerly: forward,
+    ``loss.backward()``, gradients summed and scaled by 1/4, BatchNorm updated per microbatch."""
+    x, t = batch(16, 8, 4)
+    model, out, losses, _ = _pipelined_step("1F1B", 0.0, x, t)
+    spx.manual_seed(0)
+    ref = NormHead(0.0)
+    ref_losses, ref_out = [], []
+    for xm, tm in zip(jnp.split(x, 4), jnp.split(t, 4), strict=True):
+        o = ref(spx.tensor(xm))
+        loss = mse(o, spx.tensor(tm)) / 4
+        loss.backward()
+        ref_losses.append(float(loss) * 4)
+        ref_out.append(np.asarray(o.detach()))
+    np.testing.assert_allclose(np.asarray(out), np.concatenate(ref_out), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose([float(v) for v in losses], ref_losses, rtol=1e-5)
+    for (name, got), want in zip(_state(model).items(), _state(ref).values(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)

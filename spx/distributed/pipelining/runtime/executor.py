@@ -7,7 +7,10 @@ each action the loop does one thing:
 
 * F / B / I / W: take the stage's input (the user's microbatch on stage 0, a value a local stage
   handed over, or the posted receive of that tag, waited on now), run the stage's compiled
-  program, and keep the result for the next local stage or for the SEND that follows;
+  program, and keep the result for the next local stage or for the SEND that follows. When the
+  last stage's B of a microbatch follows its F with only receives between them (1F1B's last
+  stage, every microbatch), F runs both in one program (:meth:`RankRunner._fused`) and B has
+  nothing left to do: the same results, one program fewer and no residuals kept;
 * SEND_F / SEND_B: start the transfer (never blocks);
 * RECV_F / RECV_B: post the receive (never blocks; the consumer waits); the loop posts each
   one at the latest here, and up to ``recv_ahead`` receives earlier (:meth:`RankRunner._receives`);
@@ -117,6 +120,7 @@ class RankRunner:
         self._posted: dict[tuple, Any] = {}
         self._outbox: dict[tuple, Any] = {}
         self.recv_ahead = 2  # receives kept posted ahead of the table (see _receives)
+        self._plan: tuple[Any, dict[int, int]] = (None, {})  # (actions, _fused(actions))
 
     def run(
         self,
@@ -138,6 +142,8 @@ class RankRunner:
         action = None
         try:
             recvs = self._receives(actions)
+            fused = self._fused_plan(actions) if train else {}
+            done = set()  # positions of backwards that ran with their forward
             ahead = 0  # receives posted so far, in table order
             for step, action in enumerate(actions):
                 # Post receives before the table asks for them (see _receives).
@@ -146,7 +152,12 @@ class RankRunner:
                 ):
                     self._post(recvs[ahead][1])
                     ahead += 1
-                if action is not None:
+                if action is None or step in done:
+                    continue
+                if step in fused:
+                    self._forward_backward(action, args_mb, kwargs_mb, target_mb, loss_kwargs)
+                    done.add(fused[step])
+                else:
                     self._run_action(action, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
         except Exception as e:
             report = failure_report(self.schedule, self.rank, step, action, e, table)
@@ -180,6 +191,43 @@ class RankRunner:
             for leaf in a.leaves()
             if leaf.computation_type is RECV_F or leaf.computation_type is RECV_B
         ]
+
+    def _fused_plan(self, actions: Sequence[_Action | None]) -> dict[int, int]:
+        """Cached :meth:`_fused` of this table (a schedule keeps its table list)."""
+        if self._plan[0] is not actions:
+            self._plan = (actions, self._fused(actions))
+        return self._plan[1]
+
+    def _fused(self, actions: Sequence[_Action | None]) -> dict[int, int]:
+        """``{position of F: position of its B}`` for the last stage's F/B pairs that run back
+        to back: nothing but receives (posted ahead anyway) or bubbles between them.
+
+        Moving B up to its F's position changes no result: B needs only F's residuals and
+        the loss's unit cotangent, and nothing between them sends or computes.
+        """
+        last = self.num_stages - 1
+        stage = self.stages.get(last)
+        if stage is None or not stage.fuses_forward_backward:
+            return {}
+        pairs = {}
+        for i, a in enumerate(actions):
+            if a is None or a.sub_actions is not None or a.stage_index != last:
+                continue
+            if a.computation_type is not FORWARD:
+                continue
+            for j in range(i + 1, len(actions)):
+                b = actions[j]
+                if b is None or b.computation_type is RECV_F or b.computation_type is RECV_B:
+                    continue
+                if (
+                    b.sub_actions is None
+                    and b.computation_type is FULL_BACKWARD
+                    and b.stage_index == last
+                    and b.microbatch_index == a.microbatch_index
+                ):
+                    pairs[i] = j
+                break
+        return pairs
 
     def _post(self, leaf: _Action) -> None:
         s, mb = leaf.stage_index, leaf.microbatch_index
@@ -223,10 +271,7 @@ class RankRunner:
             mb = leaf.microbatch_index
             if kind is FORWARD:
                 stage = self._stage(leaf)
-                if s == 0:
-                    args, kwargs = args_mb[mb], kwargs_mb[mb]
-                else:
-                    args, kwargs = _as_tuple(self._take(("F", s, mb))), {}
+                args, kwargs = self._forward_inputs(s, mb, args_mb, kwargs_mb)
                 if s == self.num_stages - 1:
                     stage.forward_one_chunk(mb, args, kwargs, target_mb[mb], train, loss_kwargs)
                 else:
@@ -251,6 +296,30 @@ class RankRunner:
                 self.transport.send(self._outbox.pop(tag), self.stage_to_rank[s - 1], tag)
             # RECV_F / RECV_B: posted by run(), at or before this point (_receives).
             # UNSHARD / RESHARD / REDUCE_GRAD: nothing to do (see the module docstring).
+
+    def _forward_inputs(
+        self, s: int, mb: int, args_mb: list[tuple], kwargs_mb: list[dict]
+    ) -> tuple[tuple, dict]:
+        if s == 0:
+            return args_mb[mb], kwargs_mb[mb]
+        return _as_tuple(self._take(("F", s, mb))), {}
+
+    def _forward_backward(
+        self,
+        a: _Action,
+        args_mb: list[tuple],
+        kwargs_mb: list[dict],
+        target_mb: list[Any],
+        loss_kwargs: dict[str, Any] | None,
+    ) -> None:
+        # F and B of the last stage in one program (see _fused).
+        s, mb = a.stage_index, a.microbatch_index
+        args, kwargs = self._forward_inputs(s, mb, args_mb, kwargs_mb)
+        g_in = self._stage(a).forward_backward_one_chunk(
+            mb, args, kwargs, target_mb[mb], loss_kwargs
+        )
+        if s != 0:
+            self._hand_over(("B", s - 1, mb), g_in)
 
     def _stage(self, a: _Action) -> PipelineStage:
         stage = self.stages.get(a.stage_index)
