@@ -60,6 +60,7 @@ from spx.determinism import use_deterministic_algorithms as use_deterministic_al
 from spx.dtypes import *  # noqa: F403 - the dtype names, listed in spx.dtypes.__all__
 from spx.func import vmap as vmap
 from spx.generator import Generator as Generator
+from spx.generator import default_generator as default_generator
 from spx.matmul_precision import get_float32_matmul_precision as get_float32_matmul_precision
 from spx.matmul_precision import set_float32_matmul_precision as set_float32_matmul_precision
 from spx.ops import *  # noqa: F403 - torch's top-level functions, listed in spx.ops.__all__

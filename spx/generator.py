@@ -27,7 +27,7 @@ from jax._src.core import trace_state_clean
 
 from spx import _validate
 
-__all__ = ["Generator"]
+__all__ = ["Generator", "default_generator"]
 
 # torch.Generator()'s seed before manual_seed (torch's default_rng_seed_val).
 DEFAULT_SEED = 67280421310721
@@ -155,3 +155,70 @@ class Generator:
 
     def __repr__(self) -> str:
         return f"<spx.Generator object, seed {self._seed}>"
+
+
+class _DefaultGenerator(Generator):
+    """The calling rank's global stream as a Generator object (``torch.default_generator``).
+
+    Every method acts on the stream ``spx.manual_seed`` seeds (one per rank, as spx's global
+    randomness is), so passing ``generator=spx.default_generator`` draws exactly what passing
+    nothing draws, and ``spx.default_generator.manual_seed(n)`` is ``spx.manual_seed(n)``.
+    """
+
+    def __init__(self) -> None:
+        self.device = "cpu"
+
+    def manual_seed(self, seed: int) -> Generator:
+        from spx import random as spx_random
+
+        spx_random.manual_seed(seed)
+        return self
+
+    def seed(self) -> int:
+        from spx import random as spx_random
+
+        return spx_random.seed()
+
+    def initial_seed(self) -> int:
+        from spx import random as spx_random
+
+        return spx_random.initial_seed()
+
+    def next_key(self) -> jax.Array:
+        from spx import random as spx_random
+
+        return spx_random.next_key()
+
+    def get_state(self) -> Any:
+        from spx import random as spx_random
+
+        return spx_random.get_rng_state()
+
+    def set_state(self, new_state: Any) -> Generator:
+        from spx import random as spx_random
+
+        spx_random.set_rng_state(new_state)
+        return self
+
+    def numpy(self) -> np.random.Generator:
+        # Samplers treat this generator as None (spx.data.sampler.as_generator): a stream
+        # seeded from the global one, new at each call, as unseeded shuffles draw.
+        from spx.data.sampler import fresh_seed
+
+        return np.random.default_rng(fresh_seed())
+
+    def __repr__(self) -> str:
+        return "<spx.default_generator: the calling rank's global stream (spx.manual_seed)>"
+
+
+default_generator: Generator = _DefaultGenerator()
+"""The calling rank's global generator (mirrors ``torch.default_generator``), which
+``spx.manual_seed`` returns.
+
+Example:
+    >>> import spx
+    >>> spx.manual_seed(3) is spx.default_generator
+    True
+    >>> spx.default_generator.initial_seed()
+    3
+"""

@@ -13,7 +13,9 @@ rank's key is then a recorded Tensor until the next computation; :func:`get_key`
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -21,23 +23,30 @@ import jax.numpy as jnp
 from jax._src.core import trace_state_clean
 
 from spx import _context, _transforms, _validate
+from spx.generator import Generator, default_generator
 
 
-def manual_seed(seed: int) -> None:
+def manual_seed(seed: int) -> Any:
     """Seed the calling rank's generator (mirrors ``torch.manual_seed``).
 
     Args:
         seed: any Python int; negative values and values >= 2**64 are rejected as in torch.
 
+    Returns:
+        ``spx.default_generator``, the generator just seeded (torch's return value).
+
     Example:
         >>> import spx
-        >>> spx.manual_seed(0)
+        >>> g = spx.manual_seed(0)
+        >>> g.initial_seed()
+        0
     """
     seed = _validate.as_int(seed, "seed", "manual_seed", minimum=-(2**63), maximum=2**64 - 1)
     ctx = _context.current()
     ctx.seed = seed % 2**64  # torch keeps it as uint64: initial_seed() after -1 is 2**64 - 1
     # Keys are created lazily so that seeding does not start the JAX backend.
     ctx.key = None
+    return default_generator
 
 
 def seed() -> int:
@@ -89,7 +98,7 @@ def next_key() -> jax.Array:
 
     Example:
         >>> import jax, spx
-        >>> spx.manual_seed(0)
+        >>> _ = spx.manual_seed(0)
         >>> x = jax.random.normal(spx.random.next_key(), (2, 3))
     """
     ctx = _context.current()
@@ -183,6 +192,40 @@ def set_rng_state(new_state: Any) -> None:
     ctx.key = key
 
 
+@contextlib.contextmanager
+def fork_rng(
+    devices: Any = None,
+    enabled: bool = True,
+    _caller: str = "fork_rng",
+    _devices_kw: str = "devices",
+    device_type: Any = None,
+) -> Iterator[None]:
+    """Draws inside the block leave the calling rank's stream as it was (mirrors
+    ``torch.random.fork_rng``).
+
+    Args:
+        devices: accepted for torch's signature: spx has one stream per rank for every device.
+        enabled: False makes the block an ordinary one (its draws advance the stream).
+        _caller, _devices_kw, device_type: accepted for torch's signature.
+
+    Example:
+        >>> import spx
+        >>> _ = spx.manual_seed(0)
+        >>> with spx.random.fork_rng():
+        ...     a = spx.rand(2)
+        >>> bool((spx.rand(2) == a).all())
+        True
+    """
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
+
+
 def _split(key: Any) -> tuple[Any, Any]:
     new, sub = jax.random.split(key)
     return new, sub
@@ -221,10 +264,8 @@ def is_key(x: Any) -> bool:
 def key_for(generator: Any, lazy: bool = True) -> Any:
     """The key a random op draws with: from ``generator`` (an :class:`spx.Generator` or a JAX
     key) or, for None, from the rank's generator (recorded with ``lazy``, else eager)."""
-    if generator is None:
+    if generator is None or generator is default_generator:  # the rank's stream
         return next_key_tensor() if lazy else next_key()
-    from spx.generator import Generator
-
     if isinstance(generator, Generator):
         return generator.next_key()
     if is_key(generator):

@@ -38,8 +38,11 @@ def as_generator(generator: GeneratorLike | None, *, what: str) -> np.random.Gen
     """
     if generator is None or isinstance(generator, np.random.Generator):
         return generator
-    from spx.generator import Generator  # here: importing spx.data does not import JAX
+    # Here: importing spx.data does not import JAX.
+    from spx.generator import Generator, default_generator
 
+    if generator is default_generator:  # the global stream: what None draws
+        return None
     if isinstance(generator, Generator):
         return generator.numpy()
     if _validate.is_int(generator):

@@ -7,7 +7,7 @@ samples carry no gradient with respect to the distribution's parameters.
 
 Example:
     >>> import spx
-    >>> spx.manual_seed(0)
+    >>> _ = spx.manual_seed(0)
     >>> spx.multinomial(spx.tensor([0.0, 1.0]), 3, replacement=True).tolist()
     [1, 1, 1]
 """

@@ -61,7 +61,7 @@ class Dropout(_DropoutNd):
     Example:
         >>> import jax.numpy as jnp, spx
         >>> from spx import nn
-        >>> spx.manual_seed(0)
+        >>> _ = spx.manual_seed(0)
         >>> drop = nn.Dropout(0.5)
         >>> y = drop(jnp.ones((2, 4)))  # zeros and 2.0s
         >>> bool((drop.eval()(jnp.ones(3)) == 1).all())
