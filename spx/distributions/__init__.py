@@ -20,11 +20,16 @@ from spx.distributions.bernoulli import Bernoulli as Bernoulli
 from spx.distributions.beta import Beta as Beta
 from spx.distributions.binomial import Binomial as Binomial
 from spx.distributions.categorical import Categorical as Categorical
+from spx.distributions.cauchy import Cauchy as Cauchy
+from spx.distributions.chi2 import Chi2 as Chi2
 from spx.distributions.dirichlet import Dirichlet as Dirichlet
 from spx.distributions.distribution import Distribution as Distribution
 from spx.distributions.exp_family import ExponentialFamily as ExponentialFamily
 from spx.distributions.exponential import Exponential as Exponential
 from spx.distributions.gamma import Gamma as Gamma
+from spx.distributions.geometric import Geometric as Geometric
+from spx.distributions.gumbel import Gumbel as Gumbel
+from spx.distributions.half_normal import HalfNormal as HalfNormal
 from spx.distributions.independent import Independent as Independent
 from spx.distributions.kl import kl_divergence as kl_divergence
 from spx.distributions.kl import register_kl as register_kl
@@ -37,6 +42,7 @@ from spx.distributions.one_hot_categorical import (
     OneHotCategoricalStraightThrough as OneHotCategoricalStraightThrough,
 )
 from spx.distributions.poisson import Poisson as Poisson
+from spx.distributions.student_t import StudentT as StudentT
 from spx.distributions.uniform import Uniform as Uniform
 
 __all__ = [
@@ -44,11 +50,16 @@ __all__ = [
     "Beta",
     "Binomial",
     "Categorical",
+    "Cauchy",
+    "Chi2",
     "Dirichlet",
     "Distribution",
     "Exponential",
     "ExponentialFamily",
     "Gamma",
+    "Geometric",
+    "Gumbel",
+    "HalfNormal",
     "Independent",
     "Laplace",
     "LogNormal",
@@ -57,6 +68,7 @@ __all__ = [
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
     "Poisson",
+    "StudentT",
     "Uniform",
     "constraints",
     "kl_divergence",
