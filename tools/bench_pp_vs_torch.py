@@ -26,6 +26,13 @@ Results (4 blocks of width 128, batch 32x32, vocab 512, 8 microbatches; ratio = 
 time to first step: first / second launch; floor: spx's forward/backward programs alone on the
 busiest rank, or all ranks' programs shared over the cores, over torch's step):
 
+    2026-11-28, stop 28, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 0.9-1.9)
+    processes  spx ms/step  torch ms/step  ratio  floor  time to first step
+    1          22.2         47.3           0.47   0.41
+    2          22.6         35.4           0.64   0.38   2.8 / 1.0 s (0.38; torch 2.6 s)
+    4          35.4         43.7           0.81   0.35   4.8 / 2.0 s (0.42; torch 4.2 s)
+    compute floor: raw jax.jit 21.8 ms, torch eager 46.6 ms (0.47)
+
     2026-11-27, stop 25, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 0.2-2.1)
     processes  spx ms/step  torch ms/step  ratio  floor  time to first step
     1          20.3         44.6           0.46   0.41
@@ -65,6 +72,30 @@ per-thread ``/proc/<tid>/schedstat``, ``py-spy``, and timelines of every action)
   ms), the barrier's collective (2.5 -> 0.26 ms) and late receive posts.
 - **Many cores.** On 16 cores spx-run gives each of 2 workers 8 XLA threads and they dispatch
   asynchronously (0.78); forcing ``PJRT_NPROC=1`` there gave 1.05 / 1.14.
+
+Stop 28 made the last stage's programs cheaper: 1F1B runs its F and B of a microbatch back to
+back, and the runtime now runs the two as one program (no residuals, the loss fused into its
+gradient): 1.70 -> 1.56 ms per microbatch alone, the busiest rank's programs 14.2-14.7 ->
+13.2-13.4 ms per step. The step did not follow (22.4 -> 22.6 ms, within the box's noise),
+because the step is bounded by the messages, not the programs. What delays them, measured
+with ``perf sched`` over one second of 2-process steps: the transfer server's threads (event
+loop, send and receive threads of both processes) were runnable but not running ~300 times a
+second for more than 0.3 ms each, ~250-310 ms of waiting per second; a per-action timeline
+shows half the messages arriving 1.2-2 ms after their send, right when the sender's next
+program ends. In the traces the woken thread sits on the core running a program while the
+other core is idle (e.g. rank 0's receive thread waited 1.7 ms behind rank 1's program while
+core 0 was idle for 1.6 ms): the kernel placed it on the busy core and did not move it. Tried
+on the box, none faster beyond the noise (±1 ms): the compute thread at nice +10/+19, at
+SCHED_IDLE (worse: 24.7-25.6 ms), with a 0.1 ms EEVDF slice for every thread
+(``sched_setattr``), ``sched_yield`` after each send, ``PJRT_NPROC=2`` (programs slower,
+16 vs 12 ms), 0, 1 or 4 receives posted ahead instead of 2 (2 is best), glibc's malloc kept
+from returning freed buffers (``GLIBC_TUNABLES`` mmap/trim thresholds: 300-500 page faults per
+step down to ~15, <= 1 ms), and rank 0 running one forward ahead of 1F1B (22.4-22.7 vs
+23.5-25.9 ms, but it breaks 1F1B's memory bound, which the tests hold). With every message at
+the 0.3 ms a 2-process microbenchmark measures, the timeline's critical path (rank 1's 8 fused
+programs, rank 0's first forward and last backward, rank 0's backward + forward between two
+of rank 1's programs) gives ~15-17 ms (0.43-0.48 of torch's 35 ms): the rest is the kernel's
+thread placement, on a machine with as many busy processes as cores.
 """
 
 from __future__ import annotations
