@@ -25,8 +25,9 @@ from spx.ops._args import is_number, operand, tensor_arg
 
 __all__ = [
     "argwhere", "bucketize", "gather", "index_add", "index_copy", "index_fill", "index_put",
-    "index_select", "masked_fill", "masked_scatter", "masked_select", "nonzero", "put", "scatter",
-    "scatter_add", "scatter_reduce", "searchsorted", "take", "take_along_dim", "where",
+    "index_reduce", "index_select", "masked_fill", "masked_scatter", "masked_select", "nonzero",
+    "put", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "take", "take_along_dim",
+    "where",
 ]  # fmt: skip
 
 
@@ -107,6 +108,17 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
     x = tensor_arg(input, "index_add")
     idx = tensor_arg(index, "index_add", "index")
     return x.index_add(dim, idx, tensor_arg(source, "index_add", "source"), alpha=alpha)
+
+
+def index_reduce(
+    input: Any, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """A copy of ``input`` with the slices of ``source`` combined into the slices ``index``
+    along ``dim`` by ``reduce`` ("prod", "mean", "amax" or "amin")."""
+    x = tensor_arg(input, "index_reduce")
+    idx = tensor_arg(index, "index_reduce", "index")
+    return x.index_reduce(dim, idx, tensor_arg(source, "index_reduce", "source"), reduce,
+                          include_self=include_self)  # fmt: skip
 
 
 def index_copy(input: Any, dim: int, index: Any, source: Any) -> Tensor:

@@ -1,5 +1,7 @@
 """spx's indexing functions (where, gather, scatter, index_*, masked_*, searchsorted, ...)."""
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -82,6 +84,46 @@ def test_scatter_reduce(reduce, include_self):
     ints = data(X, 5, "int")
     check(lambda m, x, i, s: m.scatter_reduce(x, 0, i, s, reduce, **kw), ints, IDX,
           data((2, 4), 6, "int"))  # fmt: skip
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    kw = {"include_self": include_self}
+    idx = np.array([2, 0, 2])  # a repeated index: two source slices meet in slice 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: "index_reduce() is in beta"
+        check(lambda m, x, i, s: m.index_reduce(x, 0, i, s, reduce, **kw), X, idx, (3, 4))
+        check(lambda m, x, i, s: x.index_reduce(1, i, s, reduce, **kw), X, idx, (3, 3))
+        check(lambda m, x, i, s: x.clone().index_reduce_(-1, i, s, reduce, **kw), X, idx, (3, 3))
+        ints = data(X, 5, "int")
+        check(lambda m, x, i, s: x.index_reduce(0, i, s, reduce, **kw), ints, idx,
+              data((3, 4), 6, "int"))  # fmt: skip
+        if reduce == "mean":  # JAX has no gradient of a scatter-multiply with repeated indices
+            # (spx raises), torch none of amax/amin here
+            check_grad(lambda m, x, i, s: m.index_reduce(x, 0, i, s, reduce, **kw), X, idx,
+                       (3, 4))  # fmt: skip
+
+
+INDEX_REDUCE_ERRORS = [
+    ("sum", lambda m, x, i: x.index_reduce(0, i, m.ones(3, 4), "sum"), RuntimeError),
+    ("count", lambda m, x, i: x.index_reduce(0, i[:2], m.ones(3, 4), "prod"), RuntimeError),
+    ("slices", lambda m, x, i: x.index_reduce(0, i, m.ones(3, 5), "prod"), RuntimeError),
+    (
+        "past_end",
+        lambda m, x, i: x.index_reduce(0, m.tensor([3, 0, 2]), m.ones(3, 4), "prod"),
+        IndexError,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "error"), [e[1:] for e in INDEX_REDUCE_ERRORS], ids=[e[0] for e in INDEX_REDUCE_ERRORS]
+)
+def test_index_reduce_errors(fn, error):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_raises(fn, X, np.array([2, 0, 2]), error=error)
 
 
 def test_index_functions():

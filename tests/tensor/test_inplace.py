@@ -40,6 +40,7 @@ _ARGS = {
     "scatter_reduce": lambda m: (0, m.tensor([[0, 1, 2, 0]]), m.ones(1, 4), "amax"),
     "index_add": lambda m: (0, m.tensor([1]), m.ones(1, 4)),
     "index_copy": lambda m: (1, m.tensor([3]), m.zeros(3, 1)),
+    "index_reduce": lambda m: (0, m.tensor([1, 1]), m.full((2, 4), 2.0), "prod"),
     "index_fill": lambda m: (1, m.tensor([0, 2]), 5.0),
     "cumsum": lambda m: (1,), "cumprod": lambda m: (0,), "round": lambda m: (),
     "nan_to_num": lambda m: (), "logit": lambda m: (), "heaviside": lambda m: (m.ones(4),),

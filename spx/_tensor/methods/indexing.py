@@ -663,6 +663,51 @@ class IndexingMethods:
         _check_index_values("index_add", index, self.shape[d], d, one_d=self.ndim <= 1)
         return apply(_index_update, (d, "add"), (self, index, source, alpha))
 
+    def index_reduce(
+        self, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True
+    ) -> Any:
+        """Combine the slices of ``source`` into ``self``'s slices ``index`` along ``dim`` with
+        ``reduce`` ("prod", "mean", "amax" or "amin"; ``include_self=False`` leaves ``self``'s
+        values out where an index lands), a copy (mirrors ``torch.Tensor.index_reduce``).
+
+        Example:
+            >>> import spx
+            >>> x = spx.ones(3, 2)
+            >>> s = spx.tensor([[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]])
+            >>> x.index_reduce(0, spx.tensor([0, 0, 2]), s, "prod").tolist()
+            [[8.0, 15.0], [1.0, 1.0], [6.0, 7.0]]
+        """
+        if reduce not in ("prod", "mean", "amax", "amin"):
+            raise RuntimeError(
+                "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+                f"{reduce}."
+            )
+        d = _dims.dim(dim, self.ndim)
+        _check_vector_index("index_reduce_", index)
+        src_shape = tuple(getattr(source, "shape", ()))
+        n = int(np.prod(np.shape(index)))
+        size = src_shape[d] if len(src_shape) > d else 1
+        if n != size:
+            raise RuntimeError(
+                f"index_reduce_(): Number of indices ({n}) should be equal to source.size(dim): "
+                f"({size}), for dim: {dim}"
+            )
+        rest = tuple(s for i, s in enumerate(self.shape) if i != d)
+        if (
+            len(src_shape) != self.ndim
+            or tuple(s for i, s in enumerate(src_shape) if i != d) != rest
+        ):
+            raise RuntimeError(
+                f"index_reduce_(): Source/destination tensor must have same slice shapes. "
+                f"Destination slice shape: {rest} at dimension {d} and source slice shape: "
+                f"{tuple(s for i, s in enumerate(src_shape) if i != d)} at dimension 0."
+            )
+        _check_index_values("index_reduce", index, self.shape[d], d, error=IndexError)
+        along = [1] * self.ndim
+        along[d] = -1
+        idx = index.reshape(along).expand(*src_shape)
+        return self.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
         _check_vector_index("index_copy_", index)

@@ -345,6 +345,7 @@ _FROM_OUT_OF_PLACE = (
     "deg2rad", "rad2deg", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt",
     "ge", "xlogy", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+    "index_reduce",
     "index_fill", "cumsum", "cumprod", "sinc", "i0", "arccosh", "arcsinh", "arctanh", "less",
     "less_equal", "greater", "greater_equal", "not_equal", "bitwise_left_shift",
     "bitwise_right_shift", "heaviside", "gcd", "lcm", "ldexp", "square", "igamma", "igammac",
