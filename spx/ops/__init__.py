@@ -15,6 +15,7 @@ One module per kind, each listing its public names in ``__all__``:
 * :mod:`.types` — ``dtype``, ``get_default_dtype``, ``finfo``, ``promote_types``, ...
 * :mod:`.from_data` — ``asarray``, ``frombuffer``
 * :mod:`.integration` — ``trapezoid``, ``trapz``, ``cumulative_trapezoid``
+* :mod:`.differentiation` — ``gradient``
 * :mod:`.histograms` — ``histogram``
 * :mod:`.scaling` — ``frexp``, ``renorm``
 * :mod:`.spectral` — ``stft``, ``istft``
@@ -32,6 +33,7 @@ from spx.ops import comparison as comparison
 from spx.ops import complex_numbers as complex_numbers
 from spx.ops import creation as creation
 from spx.ops import deprecated as deprecated
+from spx.ops import differentiation as differentiation
 from spx.ops import foreach as foreach
 from spx.ops import from_data as from_data
 from spx.ops import histograms as histograms
@@ -54,6 +56,7 @@ from spx.ops.comparison import *  # noqa: F403
 from spx.ops.complex_numbers import *  # noqa: F403
 from spx.ops.creation import *  # noqa: F403
 from spx.ops.deprecated import *  # noqa: F403
+from spx.ops.differentiation import *  # noqa: F403
 from spx.ops.foreach import *  # noqa: F403
 from spx.ops.from_data import *  # noqa: F403
 from spx.ops.histograms import *  # noqa: F403
@@ -91,6 +94,7 @@ __all__ = [
     *from_data.__all__,
     *histograms.__all__,
     *integration.__all__,
+    *differentiation.__all__,
     *predicates.__all__,
     *scaling.__all__,
     *spectral.__all__,
