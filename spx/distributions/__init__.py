@@ -35,6 +35,7 @@ from spx.distributions.kl import kl_divergence as kl_divergence
 from spx.distributions.kl import register_kl as register_kl
 from spx.distributions.laplace import Laplace as Laplace
 from spx.distributions.log_normal import LogNormal as LogNormal
+from spx.distributions.mixture_same_family import MixtureSameFamily as MixtureSameFamily
 from spx.distributions.multivariate_normal import MultivariateNormal as MultivariateNormal
 from spx.distributions.normal import Normal as Normal
 from spx.distributions.one_hot_categorical import OneHotCategorical as OneHotCategorical
@@ -63,6 +64,7 @@ __all__ = [
     "Independent",
     "Laplace",
     "LogNormal",
+    "MixtureSameFamily",
     "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
