@@ -35,6 +35,11 @@ def _describe(meta: tuple) -> str:
     return f"{treedef} with leaves " + ", ".join(f"{s} {d}" for s, d in leaves)
 
 
+class FusedProgramFailed(Exception):
+    """The last stage's fused F+B program raised before changing anything (the runner then
+    runs F and B as separate programs; see ``RankRunner._forward_backward``)."""
+
+
 class PipelineStage:
     """One pipeline stage (mirrors ``torch.distributed.pipelining.PipelineStage``).
 
@@ -227,14 +232,30 @@ class PipelineStage:
     ) -> Any:
         """F then B of microbatch ``mb`` on the last stage, as one program (the executor's
         choice when the table runs them back to back); returns the gradients for the previous
-        stage. Same results as ``forward_one_chunk`` then ``backward_one_chunk``."""
+        stage. The results of ``forward_one_chunk`` then ``backward_one_chunk``, up to float
+        rounding.
+
+        Raises:
+            FusedProgramFailed: the program failed before changing anything (the caller runs
+                F and B apart then).
+        """
         self._check_inputs(args, mb)
         programs = self._programs
         buffers = programs.read_buffers()
         key = self._forward_key()
-        out, loss, new_buffers, new_key, g_inputs, self._acc = programs.forward_backward(
-            buffers, key, args, kwargs, target, loss_kwargs, self._accumulators()
-        )
+        acc = self._accumulators()
+        try:
+            out, loss, new_buffers, new_key, g_inputs, new_acc = programs.forward_backward(
+                buffers, key, args, kwargs, target, loss_kwargs, acc
+            )
+        except Exception as e:
+            if any(a.is_deleted() for a in acc):
+                # The accumulators were donated to a program that failed while running: the
+                # step's gradients are gone, nothing to fall back to.
+                raise
+            # Nothing changed yet; the runner runs F and B apart to report where it fails.
+            raise FusedProgramFailed(f"{type(e).__name__}: {e}") from e
+        self._acc = new_acc
         # The microbatch's residuals live inside the program: count them while it runs.
         self.peak_stored = max(self.peak_stored, self._stored_now + 1)
         self._forward_done(mb, out, loss, new_buffers, new_key)

@@ -318,3 +318,80 @@ def test_fused_forward_backward_equals_an_eager_microbatch_loop():
     np.testing.assert_allclose([float(v) for v in losses], ref_losses, rtol=1e-5)
     for (name, got), want in zip(_state(model).items(), _state(ref).values(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_table_edited_in_place_gets_a_new_fusion_plan():
+    """The runner caches which F/B pairs it fuses; the cache follows the table's contents, so
+    a table edited in place runs as written (GPipe's order, then the same gradients)."""
+    from spx.distributed.pipelining.tables.ir import _Action
+
+    x, t = batch(8)
+    spx.manual_seed(0)
+    model = block(0)
+    schedule = get_schedule_class("1F1B")(PipelineStage(model, 0, 1, "cpu"), 2, loss_fn=mse)
+    schedule.step(x, target=t)
+    table = schedule.pipeline_order_with_comms[0]
+    table[:] = [_Action.from_str(a) for a in ["0F0", "0F1", "0B0", "0B1"]]
+    model.zero_grad()
+    losses: list = []
+    schedule.step(x, target=t, losses=losses)
+    ref = reference([block(0)], x, t, mse, n_mb=2)
+    assert len(losses) == 2
+    assert_tree_close([[np.asarray(p.grad) for p in model.parameters()]], ref["grads"], "grads")
+
+
+class _BackwardBoom(spx.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ValueError("boom in the backward")
+
+
+class _Boom(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(spx.ones(16))  # a gradient to compute: the backward runs
+
+    def forward(self, x):
+        return _BackwardBoom.apply(x * self.w)
+
+
+@pytest.mark.parametrize("name", ["1F1B", "GPipe"])
+def test_a_failing_backward_is_reported_at_its_backward_action(name):
+    """1F1B's last stage runs F and B as one program; when it fails, the runner runs them
+    apart, so the report names the backward action, as it does for GPipe (two programs)."""
+    x, t = batch(8)
+    schedule = get_schedule_class(name)(PipelineStage(_Boom(), 0, 1, "cpu"), 2, loss_fn=mse)
+    with pytest.raises(ValueError, match="boom in the backward") as info:
+        schedule.step(x, target=t)
+    report = "\n".join(info.value.__notes__)
+    step = 1 if name == "1F1B" else 2  # the table's first B
+    assert f"failed at step {step} running action 0B0" in report, report
+
+
+@pytest.mark.parametrize("name", ["1F1B", "GPipe"])
+def test_low_precision_and_one_element_losses_train_and_others_raise_torchs_error(name):
+    x, t = batch(8)
+    results = {}
+    for what, loss_fn in {
+        "float32": mse,
+        "bfloat16": lambda o, y: mse(o, y).to(spx.bfloat16),
+        "shape (1,)": lambda o, y: mse(o, y).reshape(1),
+    }.items():
+        spx.manual_seed(0)
+        model = block(0)
+        schedule = get_schedule_class(name)(PipelineStage(model, 0, 1, "cpu"), 2, loss_fn=loss_fn)
+        losses: list = []
+        schedule.step(x, target=t, losses=losses)
+        results[what] = [np.asarray(p.grad) for p in model.parameters()]
+        assert {str(v.dtype) for v in losses} == {"bfloat16" if what == "bfloat16" else "float32"}
+    for what in ("bfloat16", "shape (1,)"):
+        assert_tree_close(results[what], results["float32"], what)
+    schedule = get_schedule_class(name)(
+        PipelineStage(block(0), 0, 1, "cpu"), 2, loss_fn=lambda o, y: ((o - y) ** 2).mean(1)
+    )
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+        schedule.step(x, target=t)

@@ -10,7 +10,9 @@ each action the loop does one thing:
   program, and keep the result for the next local stage or for the SEND that follows. When the
   last stage's B of a microbatch follows its F with only receives between them (1F1B's last
   stage, every microbatch), F runs both in one program (:meth:`RankRunner._fused`) and B has
-  nothing left to do: the same results, one program fewer and no residuals kept;
+  nothing left to do: the same results up to float rounding (XLA fuses the two differently),
+  one program fewer and no residuals kept. If that program fails, F and B run apart from then
+  on, so a failure is reported at the action the table has it;
 * SEND_F / SEND_B: start the transfer (never blocks);
 * RECV_F / RECV_B: post the receive (never blocks; the consumer waits); the loop posts each
   one at the latest here, and up to ``recv_ahead`` receives earlier (:meth:`RankRunner._receives`);
@@ -33,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spx.distributed.pipelining.runtime.transport import Transport
-from spx.distributed.pipelining.stage import PipelineStage, _as_tuple
+from spx.distributed.pipelining.stage import FusedProgramFailed, PipelineStage, _as_tuple
 from spx.distributed.pipelining.tables.ir import (
     BACKWARD_INPUT,
     BACKWARD_WEIGHT,
@@ -120,7 +122,8 @@ class RankRunner:
         self._posted: dict[tuple, Any] = {}
         self._outbox: dict[tuple, Any] = {}
         self.recv_ahead = 2  # receives kept posted ahead of the table (see _receives)
-        self._plan: tuple[Any, dict[int, int]] = (None, {})  # (actions, _fused(actions))
+        self._plan: tuple[Any, dict[int, int]] = ((), {})  # (actions, _fused(actions))
+        self.fuse = True  # False after a fused program failed (see _fused)
 
     def run(
         self,
@@ -142,7 +145,7 @@ class RankRunner:
         action = None
         try:
             recvs = self._receives(actions)
-            fused = self._fused_plan(actions) if train else {}
+            fused = self._fused_plan(actions) if train and self.fuse else {}
             done = set()  # positions of backwards that ran with their forward
             ahead = 0  # receives posted so far, in table order
             for step, action in enumerate(actions):
@@ -154,9 +157,11 @@ class RankRunner:
                     ahead += 1
                 if action is None or step in done:
                     continue
-                if step in fused:
-                    self._forward_backward(action, args_mb, kwargs_mb, target_mb, loss_kwargs)
-                    done.add(fused[step])
+                if step in fused and self.fuse:
+                    if self._forward_backward(action, args_mb, kwargs_mb, target_mb, loss_kwargs):
+                        done.add(fused[step])
+                    else:  # the fused program failed: F now, B at its own step
+                        self._run_action(action, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
                 else:
                     self._run_action(action, args_mb, kwargs_mb, target_mb, train, loss_kwargs)
         except Exception as e:
@@ -193,9 +198,11 @@ class RankRunner:
         ]
 
     def _fused_plan(self, actions: Sequence[_Action | None]) -> dict[int, int]:
-        """Cached :meth:`_fused` of this table (a schedule keeps its table list)."""
-        if self._plan[0] is not actions:
-            self._plan = (actions, self._fused(actions))
+        """:meth:`_fused` of this table, cached by its contents (a table edited in place gets
+        a new plan; comparing the ~30 actions of a step costs ~1 us)."""
+        key = tuple(actions)
+        if self._plan[0] != key:
+            self._plan = (key, self._fused(actions))
         return self._plan[1]
 
     def _fused(self, actions: Sequence[_Action | None]) -> dict[int, int]:
@@ -311,15 +318,30 @@ class RankRunner:
         kwargs_mb: list[dict],
         target_mb: list[Any],
         loss_kwargs: dict[str, Any] | None,
-    ) -> None:
-        # F and B of the last stage in one program (see _fused).
+    ) -> bool:
+        """F and B of the last stage in one program (see _fused). False: the program failed
+        before anything changed; the caller runs F, and B at its step, as separate programs
+        (they raise where the table has the failing action, or work: then fusion stays off)."""
         s, mb = a.stage_index, a.microbatch_index
-        args, kwargs = self._forward_inputs(s, mb, args_mb, kwargs_mb)
-        g_in = self._stage(a).forward_backward_one_chunk(
-            mb, args, kwargs, target_mb[mb], loss_kwargs
-        )
+        stage = self._stage(a)
+        if s != 0:
+            # Peek: the input stays available to the separate F if the fused program fails.
+            key = ("F", s, mb)
+            if key not in self._local:
+                self._local[key] = self._take(key)
+            args, kwargs = _as_tuple(self._local[key]), {}
+        else:
+            args, kwargs = args_mb[mb], kwargs_mb[mb]
+        try:
+            g_in = stage.forward_backward_one_chunk(mb, args, kwargs, target_mb[mb], loss_kwargs)
+        except FusedProgramFailed as e:
+            self.fuse = False
+            _log.debug("rank %d: fused F/B program failed (%s); running them apart", self.rank, e)
+            return False
+        self._local.pop(("F", s, mb), None)
         if s != 0:
             self._hand_over(("B", s - 1, mb), g_in)
+        return True
 
     def _stage(self, a: _Action) -> PipelineStage:
         stage = self.stages.get(a.stage_index)

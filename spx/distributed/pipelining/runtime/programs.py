@@ -65,6 +65,19 @@ def _as_args(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
 
 
+def _differentiable_loss(loss: jax.Array) -> jax.Array:
+    """The loss as the float32 scalar the backward's unit cotangent differentiates: a
+    one-element loss of any float dtype (bfloat16 under a low-precision model, shape ``(1,)``)
+    backpropagates as ``loss.backward()`` does; others raise torch's error."""
+    if loss.size != 1 or not _is_float(loss):
+        raise RuntimeError(
+            "grad can be implicitly created only for scalar outputs: the pipeline's loss_fn "
+            f"returned shape {tuple(loss.shape)} {loss.dtype}; reduce it to one number (e.g. "
+            "return loss.mean())"
+        )
+    return loss.reshape(()).astype(jnp.float32)
+
+
 def _add(acc: list[jax.Array] | None, grads: list[jax.Array]) -> list[jax.Array]:
     return list(grads) if acc is None else [a + g for a, g in zip(acc, grads, strict=True)]
 
@@ -288,14 +301,14 @@ class StagePrograms:
             )
             out, new_buffers, new_key = self._apply(train, frozen, buffers, key, call_args, kwargs)
             if self.is_last and self.loss_fn is not None:
-                return self._loss(out, target), (out, new_buffers, new_key)
+                loss = self._loss(out, target)
+                return _differentiable_loss(loss), (loss, out, new_buffers, new_key)
             floats = [x for x in jax.tree_util.tree_leaves(out) if _is_float(x)]
-            return floats, (out, new_buffers, new_key)
+            return floats, (None, out, new_buffers, new_key)
 
         if self.recompute:
             f = jax.checkpoint(f)
-        primal, vjp, (out, new_buffers, new_key) = jax.vjp(f, train, diff, has_aux=True)
-        loss = primal if self.is_last and self.loss_fn is not None else None
+        _, vjp, (loss, out, new_buffers, new_key) = jax.vjp(f, train, diff, has_aux=True)
         res = _split_residuals(vjp, (train, frozen, leaves, buffers))
         return out, loss, res, new_buffers, new_key
 
