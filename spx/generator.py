@@ -207,8 +207,20 @@ class _DefaultGenerator(Generator):
 
         return np.random.default_rng(fresh_seed())
 
+    def __deepcopy__(self, memo: dict) -> Generator:
+        # torch: a copy of the default generator is an independent generator in its state.
+        return Generator().set_state(self.get_state())
+
+    def __reduce__(self) -> tuple:
+        return (_from_state, (self.get_state(),))
+
     def __repr__(self) -> str:
         return "<spx.default_generator: the calling rank's global stream (spx.manual_seed)>"
+
+
+def _from_state(state: Any) -> Generator:
+    """A generator in ``state`` (how a pickled default generator comes back, as torch's)."""
+    return Generator().set_state(state)
 
 
 default_generator: Generator = _DefaultGenerator()

@@ -219,11 +219,14 @@ def fork_rng(
     if not enabled:
         yield
         return
-    state = get_rng_state()
+    # The seed and key themselves (not get_rng_state's bytes): inside spx.compile the key is
+    # traced, and restoring it there restores it in the compiled program.
+    ctx = _context.current()
+    seed, key = ctx.seed, ctx.key
     try:
         yield
     finally:
-        set_rng_state(state)
+        ctx.seed, ctx.key = seed, key
 
 
 def _split(key: Any) -> tuple[Any, Any]:

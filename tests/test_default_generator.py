@@ -108,3 +108,33 @@ def test_fork_rng_accepts_torchs_arguments():
     with spx.random.fork_rng(devices=[0], device_type="cuda"):
         a = np.asarray(spx.rand(2))
     assert np.array_equal(np.asarray(spx.rand(2)), a)
+
+
+def test_a_copy_is_an_independent_generator_in_its_state_as_torch():
+    import copy
+    import pickle
+
+    torch.manual_seed(0)
+    t_copy = copy.deepcopy(torch.default_generator)
+    t_a = torch.rand(2, generator=t_copy)
+    assert torch.equal(torch.rand(2), t_a)  # drawing from the copy left the global stream
+    for clone in (copy.deepcopy, lambda g: pickle.loads(pickle.dumps(g))):
+        spx.manual_seed(0)
+        g = clone(spx.default_generator)
+        assert type(g) is spx.Generator and g is not spx.default_generator
+        a = spx.rand(2, generator=g).tolist()
+        assert spx.rand(2).tolist() == a
+
+
+def test_fork_rng_inside_compiled_code():
+    @spx.compile
+    def step(x):
+        with spx.random.fork_rng():
+            inside = spx.rand(2)
+        return x + inside, spx.rand(2)
+
+    spx.manual_seed(0)
+    inside, after = step(spx.zeros(2))
+    assert inside.tolist() == after.tolist()  # the block's draw did not advance the stream
+    inside2, _ = step(spx.zeros(2))
+    assert inside2.tolist() != inside.tolist()  # and the stream still advances per call
