@@ -222,8 +222,64 @@ CASES = [
     ),
 ]
 
+
+def _ls(D, a, cls, k):
+    return getattr(D, cls)(a[f"loc{k}"], a[f"scale{k}"])
+
+
+_LOC_SCALE = {
+    "loc1": _a(0.0, 1.0, -1.5),
+    "scale1": _a(1.0, 0.5, 2.0),
+    "loc2": _a(0.5, -1.0, 0.0),
+    "scale2": _a(1.5, 1.0, 0.7),
+}
+CASES += [
+    KLCase("cauchy", lambda D, a: (_ls(D, a, "Cauchy", 1), _ls(D, a, "Cauchy", 2)), _LOC_SCALE),
+    KLCase("gumbel", lambda D, a: (_ls(D, a, "Gumbel", 1), _ls(D, a, "Gumbel", 2)), _LOC_SCALE),
+    KLCase("gumbel-normal", lambda D, a: (_ls(D, a, "Gumbel", 1), _ls(D, a, "Normal", 2)),
+           _LOC_SCALE),
+    KLCase("normal-gumbel", lambda D, a: (_ls(D, a, "Normal", 1), _ls(D, a, "Gumbel", 2)),
+           _LOC_SCALE),
+    KLCase(
+        "half_normal",
+        lambda D, a: (D.HalfNormal(a["s1"]), D.HalfNormal(a["s2"])),
+        {"s1": _a(0.5, 1.0, 3.0), "s2": _a(1.0, 2.0, 0.5)},
+    ),
+    KLCase(
+        "geometric",
+        lambda D, a: (D.Geometric(a["p1"]), D.Geometric(logits=a["l2"])),
+        {"p1": _a(0.2, 0.5, 0.9), "l2": _a(0.0, -1.0, 2.0)},
+    ),
+    KLCase(
+        "exponential-gumbel",
+        lambda D, a: (D.Exponential(a["r"]), _ls(D, a, "Gumbel", 2)),
+        {"r": _a(0.5, 1.0, 3.0), "loc2": _a(0.5, -1.0, 0.0), "scale2": _a(1.5, 1.0, 0.7)},
+    ),
+    KLCase(
+        "gamma-gumbel",
+        lambda D, a: (D.Gamma(a["c"], a["r"]), _ls(D, a, "Gumbel", 2)),
+        {"c": _a(0.5, 2.0, 4.0), "r": _a(1.0, 0.5, 2.0), "loc2": _a(0.5, -1.0, 0.0),
+         "scale2": _a(1.5, 1.0, 0.7)},
+    ),
+    KLCase(
+        "uniform-gumbel",
+        lambda D, a: (D.Uniform(a["lo"], a["hi"]), _ls(D, a, "Gumbel", 2)),
+        {"lo": _a(0.0, -1.0, 2.0), "hi": _a(1.0, 0.5, 4.0), "loc2": _a(0.5, -1.0, 0.0),
+         "scale2": _a(1.5, 1.0, 0.7)},
+    ),
+    KLCase(
+        "chi2-gamma",  # through Gamma's rule
+        lambda D, a: (D.Chi2(a["df"]), D.Gamma(a["c"], a["r"])),
+        {"df": _a(1.0, 3.0, 7.0), "c": _a(0.5, 2.0, 4.0), "r": _a(1.0, 0.5, 2.0)},
+    ),
+]  # fmt: skip
+
 # Pairs whose KL torch defines as +inf everywhere (the support of p is not inside q's).
 INFINITE = [
+    ("Gumbel", (0.0, 1.0), "Uniform", (0.0, 1.0)),
+    ("Gumbel", (0.0, 1.0), "Exponential", (1.0,)),
+    ("Gumbel", (0.0, 1.0), "Gamma", (1.0, 1.0)),
+    ("Gumbel", (0.0, 1.0), "Beta", (1.0, 1.0)),
     ("Normal", (0.0, 1.0), "Uniform", (0.0, 1.0)),
     ("Normal", (0.0, 1.0), "Exponential", (1.0,)),
     ("Normal", (0.0, 1.0), "Gamma", (1.0, 1.0)),
