@@ -119,9 +119,10 @@ def smooth_l1_loss(
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     x, t = _broadcast(jnp.asarray(input), jnp.asarray(target), "smooth_l1_loss")
-    d = jnp.abs(x - t)
     if beta == 0:
-        return reduce_loss(d, reduction)
+        # torch's L1 loss, including its zero slope where input equals target (jnp.abs: 1).
+        return reduce_loss(_abs(x - t), reduction)
+    d = jnp.abs(x - t)
     # The quadratic branch's argument is clamped so its (unused) gradient stays bounded.
     loss = jnp.where(d < beta, 0.5 * jnp.square(jnp.minimum(d, beta)) / beta, d - 0.5 * beta)
     return reduce_loss(loss, reduction)
