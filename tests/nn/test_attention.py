@@ -173,9 +173,27 @@ def test_options(kwargs):
 def test_bool_masks():
     t, s = _pair(batch_first=True)
     kpm = np.zeros((N, S), bool)
-    kpm[0, -1] = kpm[2, 1:3] = True  # no row fully masked (torch gives NaN there, spx zeros)
+    kpm[0, -1] = kpm[2, 1:3] = True  # no row fully masked (NaN there: tested below)
     causal = np.triu(np.ones((L, S), bool), 1)
     _check(t, s, *_qkv(True), key_padding_mask=kpm, attn_mask=causal)
+
+
+def test_fully_masked_queries_as_torch_nan_with_weights_zero_without():
+    # torch's MultiheadAttention computes softmax itself when it returns weights (a query with
+    # every key masked gets NaN) and uses fused attention (zeros) when it does not.
+    t, s = _pair(batch_first=True)
+    q, k, v = _qkv(True)
+    kpm = np.zeros((N, S), bool)
+    kpm[1] = True  # batch entry 1: every key padded
+    for need in (True, False):
+        out_t, w_t = t(*(torch.tensor(a) for a in (q, k, v)), key_padding_mask=torch.tensor(kpm),
+                       need_weights=need)  # fmt: skip
+        out_s, w_s = s(*(jnp.asarray(a) for a in (q, k, v)), key_padding_mask=jnp.asarray(kpm),
+                       need_weights=need)  # fmt: skip
+        np.testing.assert_allclose(host(out_s), out_t.detach().numpy(), rtol=RTOL, atol=ATOL)
+        assert np.isnan(host(out_s)[1]).all() == need
+        if need:
+            np.testing.assert_allclose(host(w_s), w_t.detach().numpy(), rtol=RTOL, atol=ATOL)
 
 
 def test_float_masks_and_3d_mask():

@@ -70,8 +70,12 @@ def _attend(
     dropout_p: float,
     dropout_key: jax.Array | None,
     groups: int,
+    safe: bool = True,
 ) -> tuple[Array, Array]:
-    """Core attention on ``(..., H, L, E)`` arrays; returns ``(output, weights)``."""
+    """Core attention on ``(..., H, L, E)`` arrays; returns ``(output, weights)``.
+
+    ``safe``: a query whose keys are all masked gets zero weights (torch's fused attention),
+    else NaN (torch's softmax, which ``MultiheadAttention`` uses when it returns weights)."""
     L, S = q.shape[-2], k.shape[-2]
     q = q * jnp.asarray(scale, q.dtype)  # scale the (L, E) side: cheaper than the (L, S) scores
     if groups > 1:
@@ -89,7 +93,7 @@ def _attend(
         # torch's is_causal is top-left aligned: query i sees keys 0..i (also when L != S).
         scores = jnp.where(jnp.tril(jnp.ones((L, S), jnp.bool_)), scores, -jnp.inf)
     scores = _apply_mask(scores, mask)
-    weights = _safe_softmax(scores).astype(q.dtype)
+    weights = (_safe_softmax(scores) if safe else jax.nn.softmax(scores, axis=-1)).astype(q.dtype)
     weights = _attention_dropout(weights, dropout_p, dropout_key)
     if groups > 1:
         hk = v.shape[-3]
@@ -123,7 +127,8 @@ def scaled_dot_product_attention(
             (added to the scores, e.g. ``-inf`` to block or an ALiBi bias).
         dropout_p: dropout on the attention weights. Applied whenever > 0, as in torch, so pass
             0.0 in eval mode.
-        is_causal: causal (top-left aligned) mask; must not be combined with ``attn_mask``.
+        is_causal: causal (top-left aligned) mask; with ``attn_mask`` too, both apply (as
+            torch's CPU kernel does).
         scale: score scale, default ``1 / sqrt(E)``.
         enable_gqa: allow ``Hq`` to be a multiple of ``H`` (grouped-query attention).
         dropout_key: jax PRNG key for the dropout mask; default: ``spx.manual_seed``'s
@@ -146,11 +151,6 @@ def scaled_dot_product_attention(
         raise RuntimeError(
             f"scaled_dot_product_attention: query {q.shape} and key {k.shape} must share the "
             f"last dim E, and key and value {v.shape} the sequence dim S"
-        )
-    if is_causal and attn_mask is not None:
-        raise RuntimeError(
-            "scaled_dot_product_attention: explicit attn_mask should not be set when "
-            "is_causal=True; fold the causal mask into attn_mask or drop one of them"
         )
     groups = 1
     if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
@@ -362,9 +362,12 @@ def multi_head_attention_forward(
         mask = kpm if mask is None else mask + kpm
 
     p = dropout_p if training else 0.0
+    # torch returns the weights from its own softmax (NaN for a query whose keys are all
+    # masked) and uses fused attention (zeros there) only when it returns none.
     out, weights = _attend(
-        qh, kh, vh, mask, False, 1.0 / math.sqrt(head_dim), p, dropout_key, groups=1
-    )
+        qh, kh, vh, mask, False, 1.0 / math.sqrt(head_dim), p, dropout_key, groups=1,
+        safe=not need_weights,
+    )  # fmt: skip
     out = jnp.swapaxes(out, 1, 2).reshape(bsz, tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias)
     if not batched:

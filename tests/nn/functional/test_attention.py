@@ -118,10 +118,28 @@ def test_sdpa_dropout_is_keyed():
     assert_close(all_dropped, np.zeros(a.shape))
 
 
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_mask_and_is_causal_both_apply_as_torchs_inference_kernel(kind):
+    rng = np.random.default_rng(6)
+    q, k, v = _qkv(rng, ev=8)  # the fused kernel needs value's head dim equal to query's
+    if kind == "bool":
+        mask = rng.uniform(size=(4, 5)) > 0.3
+        mask[:, 0] = True  # every row keeps a key under the causal mask too
+    else:
+        mask = randn(rng, 4, 5)
+    # torch combines the two in its fused float32 CPU kernel; its math kernel (float64,
+    # inputs that require grad, unequal head dims) refuses them. spx combines them always.
+    q, k, v, mask = (a.astype(np.float32) if a.dtype == np.float64 else a for a in (q, k, v, mask))
+    got = F.scaled_dot_product_attention(*map(jnp.asarray, (q, k, v)), jnp.asarray(mask),
+                                         is_causal=True)  # fmt: skip
+    with torch.no_grad():
+        want = TF.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)), torch.tensor(mask),
+                                               is_causal=True)  # fmt: skip
+    assert_close(got, want, atol=ATOL)
+
+
 def test_sdpa_errors():
     q = jnp.ones((1, 2, 3, 4))
-    with pytest.raises(RuntimeError, match="is_causal"):
-        F.scaled_dot_product_attention(q, q, q, jnp.ones((3, 3), bool), is_causal=True)
     with pytest.raises(RuntimeError, match="multiple"):
         F.scaled_dot_product_attention(q, jnp.ones((1, 3, 3, 4)), jnp.ones((1, 3, 3, 4)),
                                        enable_gqa=True)  # fmt: skip
