@@ -540,12 +540,13 @@ def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Tens
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = tuple(pick(range(x.shape[0]), r))
     if not idx or r == 0:
-        return apply(_empty_like_rows, (x.dtype,), ())
+        # torch's shapes: (0,) for r = 0, else no rows of r elements, (0, r).
+        return apply(_empty_like_rows, (x.dtype, () if r == 0 else (r,)), ())
     return apply(_rows, (idx,), (x,))
 
 
-def _empty_like_rows(dtype: Any) -> Any:
-    return jnp.zeros((0,), dtype)
+def _empty_like_rows(dtype: Any, row: tuple) -> Any:
+    return jnp.zeros((0, *row), dtype)
 
 
 def _block_diag(*args: Any) -> Any:

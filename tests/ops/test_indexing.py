@@ -230,3 +230,14 @@ def test_masked_scatter_and_put():
     check(lambda m, x, i, s: x.clone().put_(i, s), X, idx, (3,))
     check_grad(lambda m, x, i, s: m.put(x, i, s), X, idx, (3,))
     check_raises(lambda m, x: x.masked_scatter(x, x), X, error=RuntimeError)
+    # a source with fewer elements than the mask's True positions (broadcast too): torch's error
+    check_raises(lambda m, x, k, s: x.masked_scatter(k, s), X, mask, (6,), error=RuntimeError)
+    check_raises(lambda m, x, k, s: x.masked_scatter(k, s), X, mask[0].copy(), (5,),
+                 error=RuntimeError)  # fmt: skip
+
+
+def test_masked_scatter_checks_a_computed_mask_once_it_is_known():
+    x, src = spx.zeros(2, 3), spx.tensor([1.0, 2.0, 3.0])
+    mask = spx.tensor([1.0, 0.0, 1.0]) > 0.5  # recorded: its values are computed later
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
+        x.masked_scatter(mask, src).tolist()

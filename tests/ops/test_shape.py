@@ -294,9 +294,10 @@ def test_cartesian_prod_combinations_block_diag():
     check(lambda m, a, b, c: m.cartesian_prod(a, b, c), (2,), (1,), (2,))
     check(lambda m, a: m.cartesian_prod(a), (3,))
     check_grad(lambda m, a, b: m.cartesian_prod(a, b), (2,), (3,))
-    for r in (1, 2, 3):
+    for r in (0, 1, 2, 3, 5):  # r = 0 and r > n: torch's empty shapes (0,) and (0, r)
         check(lambda m, a, r=r: m.combinations(a, r), (4,))
         check(lambda m, a, r=r: m.combinations(a, r, with_replacement=True), (3,))
+    check(lambda m, a: m.combinations(a, 2), (0,))
     check_grad(lambda m, a: m.combinations(a, 2), (4,))
     check(lambda m, a, b, c: m.block_diag(a, b, c), (2, 2), (3,), (1, 3))
     check(lambda m, a, b: m.block_diag(a, b.int()), (2, 2), (2, 1))

@@ -87,6 +87,10 @@ def _masked_scatter(x: Any, mask: Any, source: Any) -> Any:
     return jnp.where(mask, picked, x)
 
 
+def _count_true(mask: Any) -> Any:
+    return jnp.sum(mask, dtype=jnp.int32)
+
+
 def _put(x: Any, index: Any, source: Any, accumulate: bool) -> Any:
     flat = x.reshape(-1)
     at = flat.at[index.reshape(-1)]
@@ -738,8 +742,24 @@ class IndexingMethods:
         return self._assign_op(fn, (spec,), (self, values, *dyn))
 
     def masked_scatter(self, mask: Any, source: Any) -> Any:
-        """A copy where the True positions of ``mask`` take ``source``'s elements in order."""
+        """A copy where the True positions of ``mask`` take ``source``'s elements in order.
+
+        A ``source`` with fewer elements than ``mask`` has True positions raises torch's error
+        (at once when the mask's values are known, else once they are computed).
+        """
         _check_bool_mask("masked_scatter_", mask)
+        shape = tuple(np.shape(mask))
+        mask_size = int(np.prod(shape))
+        if mask_size:
+            # Broadcasting repeats each mask element the same number of times.
+            repeat = int(np.prod(jnp.broadcast_shapes(tuple(self.shape), shape))) // mask_size
+            have = int(np.prod(np.shape(source)))
+
+            def check(count: np.ndarray) -> None:
+                if int(np.sum(count)) * repeat > have:
+                    raise RuntimeError("Number of elements of source < number of ones in mask")
+
+            checks.when_known(mask, check, reduce=_count_true)
         return apply(_masked_scatter, (), (self, mask, source))
 
     def masked_scatter_(self, mask: Any, source: Any) -> Any:
