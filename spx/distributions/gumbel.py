@@ -20,7 +20,8 @@ class Gumbel(Distribution):
     (``torch.distributions.Gumbel``): the law of the maximum of many draws.
 
     Samples are ``loc - scale * log(-log(u))`` for ``u`` uniform in ``[tiny, 1 - eps)``, as
-    torch's chain of transforms draws them, and are reparameterized.
+    torch's chain of transforms draws them, and are reparameterized; ``cdf`` and ``icdf`` go
+    through that uniform as torch's do (``icdf(0)`` and ``icdf(1)`` are finite).
 
     Args:
         loc: location, the mode (float or Tensor).
@@ -87,15 +88,26 @@ class Gumbel(Distribution):
         y = (self.loc - value) / self.scale
         return (y - y.exp()) - spx.log(self.scale)
 
+    def _uniform_range(self) -> tuple[float, float]:
+        # torch's Gumbel transforms Uniform(tiny, 1 - eps): its cdf and icdf go through it.
+        finfo = spx.finfo(self.loc.dtype)
+        return finfo.tiny, 1 - finfo.eps - finfo.tiny
+
     def cdf(self, value: Any) -> Tensor:
         value = as_tensor(value)
         if self._validate_args:
             self._validate_sample(value)
-        return spx.exp(-spx.exp((self.loc - value) / self.scale))
+        low, width = self._uniform_range()
+        u = spx.exp(-spx.exp((self.loc - value) / self.scale))
+        # torch re-centres the probability through 0.5 (its transforms' sign is a tensor):
+        # the same rounding gives torch's small tail values.
+        return (((u - low) / width).clamp(0, 1) - 0.5) + 0.5
 
     def icdf(self, value: Any) -> Tensor:
-        value = as_tensor(value)
-        return self.loc - self.scale * spx.log(-spx.log(value))
+        low, width = self._uniform_range()
+        p = (as_tensor(value) - 0.5) + 0.5  # as torch rounds it (see cdf)
+        u = low + p * width  # icdf(0) and icdf(1) are finite, as torch's
+        return self.loc - self.scale * spx.log(-spx.log(u))
 
     def entropy(self) -> Tensor:
         return spx.log(self.scale) + (1 + euler_constant)

@@ -140,3 +140,15 @@ def test_validation_errors_match_torch():
         D.Geometric()
     with pytest.raises(ValueError, match=r"support \(IntegerGreaterThan"):
         D.Geometric(0.5).log_prob(spx.tensor([1.5]))
+
+
+def test_gumbel_cdf_and_icdf_tails_are_torchs():
+    # torch's go through Uniform(tiny, 1 - eps) and its transforms' re-centring: finite at 0
+    # and 1, and their float32 rounding in the tails.
+    p = np.array([0.0, 1e-7, 0.3, 0.999, 1.0], _F)
+    x = np.array([-5.0, 0.0, 3.0, 19.0, 40.0], _F)
+    sd = D.Gumbel(spx.tensor([0.5]), spx.tensor([2.0]), validate_args=False)
+    td = torch.distributions.Gumbel(torch.tensor([0.5]), torch.tensor([2.0]), validate_args=False)
+    assert_close(sd.icdf(spx.tensor(p)), td.icdf(torch.tensor(p)), rtol=1e-6, atol=0)
+    assert_close(sd.cdf(spx.tensor(x)), td.cdf(torch.tensor(x)), rtol=1e-6, atol=0)
+    assert np.isfinite(host(sd.icdf(spx.tensor(p)))).all()
