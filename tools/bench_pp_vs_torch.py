@@ -75,27 +75,29 @@ per-thread ``/proc/<tid>/schedstat``, ``py-spy``, and timelines of every action)
 
 Stop 28 made the last stage's programs cheaper: 1F1B runs its F and B of a microbatch back to
 back, and the runtime now runs the two as one program (no residuals, the loss fused into its
-gradient): 1.70 -> 1.56 ms per microbatch alone, the busiest rank's programs 14.2-14.7 ->
-13.2-13.4 ms per step. The step did not follow (22.4 -> 22.6 ms, within the box's noise),
-because the step is bounded by the messages, not the programs. What delays them, measured
-with ``perf sched`` over one second of 2-process steps: the transfer server's threads (event
-loop, send and receive threads of both processes) were runnable but not running ~300 times a
-second for more than 0.3 ms each, ~250-310 ms of waiting per second; a per-action timeline
-shows half the messages arriving 1.2-2 ms after their send, right when the sender's next
-program ends. In the traces the woken thread sits on the core running a program while the
-other core is idle (e.g. rank 0's receive thread waited 1.7 ms behind rank 1's program while
-core 0 was idle for 1.6 ms): the kernel placed it on the busy core and did not move it. Tried
-on the box, none faster beyond the noise (±1 ms): the compute thread at nice +10/+19, at
-SCHED_IDLE (worse: 24.7-25.6 ms), with a 0.1 ms EEVDF slice for every thread
-(``sched_setattr``), ``sched_yield`` after each send, ``PJRT_NPROC=2`` (programs slower,
-16 vs 12 ms), 0, 1 or 4 receives posted ahead instead of 2 (2 is best), glibc's malloc kept
-from returning freed buffers (``GLIBC_TUNABLES`` mmap/trim thresholds: 300-500 page faults per
-step down to ~15, <= 1 ms), and rank 0 running one forward ahead of 1F1B (22.4-22.7 vs
-23.5-25.9 ms, but it breaks 1F1B's memory bound, which the tests hold). With every message at
-the 0.3 ms a 2-process microbenchmark measures, the timeline's critical path (rank 1's 8 fused
-programs, rank 0's first forward and last backward, rank 0's backward + forward between two
-of rank 1's programs) gives ~15-17 ms (0.43-0.48 of torch's 35 ms): the rest is the kernel's
-thread placement, on a machine with as many busy processes as cores.
+gradient): 1.70 -> 1.56 ms per microbatch alone; the busiest rank's programs per step went from
+14.2-14.7 ms (this stop's runs before the change; stop 25 measured 13.5-13.9) to 13.2-13.4.
+The step did not follow (22.4 -> 22.6 ms, within the box's noise of about 1 ms), because the
+messages bound it, not the programs. What delays them, measured with ``perf sched`` over one
+second of 2-process steps: the transfer server's threads (event loop, send and receive
+threads of both processes) were runnable but not running ~300 times a second for more than
+0.3 ms each, ~250-310 ms of waiting per second; a per-action timeline shows half the messages
+arriving 1.2-2 ms after their send, right when the sender's next program ends. In the traces
+the woken thread waits on the core that runs a program while the other core is idle (rank 0's
+receive thread waited 1.7 ms behind rank 1's program while core 0 was idle for 1.6 ms): the
+kernel placed it on the busy core and did not move it. None of these was faster beyond the
+noise: the compute thread at nice +10 or +19; at SCHED_IDLE (slower: 24.7-25.6 ms); a 0.1 ms
+EEVDF slice for every thread (``sched_setattr``); ``sched_yield`` after each send;
+``PJRT_NPROC=2`` (the programs slower, 16 vs 12 ms); 0, 1 or 4 receives posted ahead instead
+of 2 (2 is best); glibc's malloc kept from returning freed buffers (``GLIBC_TUNABLES``
+mmap/trim thresholds: page faults per step 300-500 -> ~15, the step <= 1 ms faster). Rank 0
+running one forward ahead of 1F1B's order was faster (22.4-22.7 ms against 23.5-25.9 ms in
+alternating runs) but breaks 1F1B's memory bound (the tests hold it), so it is not used. With
+every message at the ~0.3 ms a 2-process microbenchmark of this stop measures (stop 25: ~0.2
+ms median), the timeline's critical path (rank 1's 8 fused programs, rank 0's first forward
+and last backward, rank 0's backward + forward between two of rank 1's programs) gives ~15-17
+ms (0.43-0.48 of torch's 35 ms): the rest is the kernel's thread placement, on a machine with
+as many busy processes as cores.
 """
 
 from __future__ import annotations
