@@ -44,6 +44,29 @@ def test_casts(fn):
     check(fn, X, rtol=1e-2, atol=1e-2)
 
 
+# Floats out of an integer type's range: torch's CPU casts go through int32 (NaN, inf and
+# values past int32 become INT32_MIN) and narrower types wrap; XLA alone saturates.
+OUT_OF_RANGE = np.array(
+    [-1.5, -128.9, 300.0, -300.0, 255.9, 256.0, 1e10, -1e10, np.nan, np.inf, -np.inf, 2.5, -0.7],
+    np.float32,
+)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32"])
+def test_float_to_int_casts_out_of_range_are_torchs(name):
+    check(lambda m, x: x.to(getattr(m, name)), OUT_OF_RANGE)
+    check(lambda m, x: x.half().to(getattr(m, name)), OUT_OF_RANGE)
+    check(lambda m, x: m.zeros(13, dtype=getattr(m, name)).copy_(x), OUT_OF_RANGE)
+
+    def write(m, x):
+        out = m.zeros(13, dtype=getattr(m, name))
+        out[:] = x
+        return out
+
+    check(write, OUT_OF_RANGE)
+    check(lambda m, x: x.byte(), OUT_OF_RANGE)
+
+
 def test_to_returns_self_when_nothing_changes():
     for lib in (torch, spx):
         x = lib.ones(2)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -63,3 +64,28 @@ def half_in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(x, *args, **kwargs)
 
     return wrapped
+
+
+_INT32_MIN = np.iinfo(np.int32).min
+
+
+def cast(x: Any, dtype: Any) -> Any:
+    """``x`` as ``dtype``, with torch's CPU results for floats out of an integer's range.
+
+    XLA saturates (300.0 -> int8 127, NaN -> 0); torch's CPU casts go through a 32-bit
+    integer as x86 converts: NaN, inf and values past int32 become INT32_MIN, narrower types
+    then wrap (-1.5 -> uint8 255, 300.0 -> 44). Image code casting unclamped values to uint8
+    sees the same pixels as with torch.
+    """
+    dtype = np.dtype(dtype)
+    if (
+        dtype.kind in "iu"
+        and dtype.itemsize <= 4
+        and jnp.issubdtype(x.dtype, jnp.floating)
+        and not (dtype.kind == "u" and dtype.itemsize == 4)
+    ):
+        wide = x.astype(jnp.int32)
+        outside = ~((x >= -(2.0**31)) & (x < 2.0**31))  # NaN included
+        wide = jnp.where(outside, jnp.int32(_INT32_MIN), wide)
+        return wide if dtype == np.int32 else wide.astype(dtype)
+    return x.astype(dtype)

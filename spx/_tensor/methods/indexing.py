@@ -27,6 +27,7 @@ from jax import lax
 
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
+from spx._tensor.methods._dtypes import cast
 
 
 def _index(x: Any, *rest: Any) -> Any:
@@ -66,7 +67,7 @@ def _setitem(x: Any, value: Any, *rest: Any) -> Any:
     """``x`` with the elements ``x[index]`` replaced by ``value`` (broadcast, cast)."""
     positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
     where = _index(positions, *rest)
-    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    value = jnp.broadcast_to(cast(jnp.asarray(value), x.dtype), where.shape)
     return x.reshape(-1).at[where.reshape(-1)].set(value.reshape(-1)).reshape(x.shape)
 
 
@@ -74,7 +75,7 @@ def _additem(x: Any, value: Any, *rest: Any) -> Any:
     """``x`` with ``value`` added at ``x[index]`` (repeated positions accumulate)."""
     positions = jnp.arange(x.size, dtype=jnp.int32).reshape(x.shape)
     where = _index(positions, *rest)
-    value = jnp.broadcast_to(jnp.asarray(value).astype(x.dtype), where.shape)
+    value = jnp.broadcast_to(cast(jnp.asarray(value), x.dtype), where.shape)
     return x.reshape(-1).at[where.reshape(-1)].add(value.reshape(-1)).reshape(x.shape)
 
 
@@ -100,7 +101,7 @@ def _put(x: Any, index: Any, source: Any, accumulate: bool) -> Any:
 
 def _mask_fill(x: Any, mask: Any, value: Any) -> Any:
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
-    return jnp.where(mask, jnp.asarray(value).astype(x.dtype), x)
+    return jnp.where(mask, cast(jnp.asarray(value), x.dtype), x)
 
 
 def _gather(x: Any, index: Any, axis: int) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 
 from spx._tensor import checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical, category
+from spx._tensor.methods._dtypes import canonical, cast, category
 from spx._tensor.placement import current_device, moved_to
 
 
@@ -26,7 +26,7 @@ def _full_like(x: Any, value: Any) -> Any:
 
 
 def _astype(x: Any, dtype: Any) -> Any:
-    return x.astype(dtype)
+    return cast(x, dtype)
 
 
 # The random fills take the tensor they overwrite as their first input and ignore it: reading it
@@ -131,7 +131,7 @@ def _copy_into(dst: Any, src: Any) -> Any:
             f"copy_: the source's shape {list(jnp.shape(src))} doesn't broadcast to the "
             f"destination's {list(dst.shape)}"
         ) from None
-    return jnp.broadcast_to(jnp.asarray(src).astype(dst.dtype), dst.shape)
+    return jnp.broadcast_to(_astype(jnp.asarray(src), dst.dtype), dst.shape)
 
 
 def _key(generator: Any) -> Any:
