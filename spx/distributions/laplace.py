@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import spx
-from spx._tensor._dims import Size
 from spx._tensor.tensor import Tensor
-from spx.distributions import constraints
-from spx.distributions.distribution import Distribution
-from spx.distributions.utils import as_tensor, broadcast_all, is_number
+from spx.distributions.loc_scale import LocScaleDistribution
+from spx.distributions.utils import as_tensor
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocScaleDistribution):
     """Laplace distribution with location ``loc`` and scale ``scale``
     (``torch.distributions.Laplace``).
 
@@ -32,27 +30,6 @@ class Laplace(Distribution):
         >>> round(m.log_prob(spx.tensor([0.0])).item(), 4)
         -0.6931
     """
-
-    arg_constraints: ClassVar[dict[str, constraints.Constraint]] = {
-        "loc": constraints.real,
-        "scale": constraints.positive,
-    }
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if is_number(loc) and is_number(scale) else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Laplace:
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self) -> Tensor:
