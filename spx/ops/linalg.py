@@ -103,19 +103,51 @@ def _einsum(*args: Any) -> Any:
     return jnp.einsum(equation, *operands)
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
-    """Einstein summation (mirrors ``torch.einsum``; operands as arguments or one list).
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """torch's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as an equation and its
+    operands (subscripts are ints in [0, 52) or ``...``)."""
+
+    def letters(sub: Any) -> str:
+        if not isinstance(sub, list | tuple):
+            raise TypeError(
+                f"einsum(): in the sublist form each operand is followed by a list of "
+                f"subscripts, got {type(sub).__name__}"
+            )
+        out = []
+        for v in sub:
+            if v is Ellipsis:
+                out.append("...")
+            elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52:
+                out.append("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[v])
+            else:
+                raise ValueError(
+                    f"einsum(): subscript in subscript list is not within the valid range "
+                    f"[0, 52), got {v!r}"
+                )
+        return "".join(out)
+
+    has_output = len(args) % 2 == 1  # an output sublist closes the call
+    pairs = args[:-1] if has_output else args
+    operands, subs = pairs[0::2], pairs[1::2]
+    equation = ",".join(letters(sub) for sub in subs)
+    if has_output:
+        equation += "->" + letters(args[-1])
+    return equation, tuple(operands)
+
+
+def einsum(equation: Any, *operands: Any) -> Tensor:
+    """Einstein summation (mirrors ``torch.einsum``): an equation and its operands (as
+    arguments or one list), or torch's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
 
     Example:
         >>> import spx
         >>> spx.einsum("i,i->", spx.ones(3), spx.ones(3)).item()
         3.0
+        >>> spx.einsum(spx.ones(2, 3), [0, 1], spx.ones(3, 4), [1, 2], [0, 2]).shape
+        spx.Size([2, 4])
     """
     if not isinstance(equation, str):
-        raise TypeError(
-            "spx.einsum: the first argument must be the equation string, e.g. "
-            "spx.einsum('ij,jk->ik', a, b) (the sublist form is not supported)"
-        )
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
         operands = tuple(operands[0])
     ts = tuple(tensor_arg(t, "einsum", f"operands[{i}]") for i, t in enumerate(operands))

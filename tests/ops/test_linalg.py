@@ -67,10 +67,19 @@ def test_einsum(eq, shapes):
     check_grad(lambda m, *xs: m.einsum(eq, *xs), *shapes, rtol=1e-4)
 
 
+def test_einsum_sublist_form():
+    # torch.einsum(op, sublist, op, sublist, ..., [output sublist])
+    check(lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]), (2, 3), (3, 4))
+    check(lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2]), (2, 3), (3, 4))
+    check(lambda m, a: m.einsum(a, [0, 0]), (3, 3))  # the trace
+    check(lambda m, a: m.einsum(a, [..., 1], [...]), (2, 5, 3))
+    check(lambda m, a, b: m.einsum(a, [Ellipsis, 0], b, [0, 27], [Ellipsis, 27]), (2, 3), (3, 4))
+    check_grad(lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]), (2, 3), (3, 4), rtol=1e-4)
+
+
 def test_einsum_errors():
     check_raises(lambda m, a: m.einsum("ij,jk->ik", a), (2, 2), error=RuntimeError)
-    with pytest.raises(TypeError, match="equation string"):
-        spx.einsum(spx.ones(2), [0])
+    check_raises(lambda m, a: m.einsum(a, [0, 60]), (2, 2), error=ValueError)
 
 
 @pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, float("inf")])

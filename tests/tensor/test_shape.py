@@ -127,6 +127,8 @@ SHAPE_CASES = [
     ("roll_many", lambda m, x: x.roll((1, 2), (0, 1)), (2, 3)),
     ("roll_dim_tuple", lambda m, x: x.roll(2, (1,)), (2, 3)),
     ("roll_list", lambda m, x: x.roll([1]), (2, 3)),
+    ("roll_same_dim_twice", lambda m, x: x.roll((1, 2), (1, -1)), (2, 3)),
+    ("roll_same_dim_twice_and_another", lambda m, x: x.roll((1, 1, 5), (0, 1, 0)), (3, 4)),
 ]
 
 

@@ -207,13 +207,18 @@ class ArrangeMethods:
                     "dim per shift, e.g. roll((1, 2), (0, 1)))"
                 )
             return apply(_roll, (sh[0], None), (self.flatten(),)).view(self.shape)
-        ds = _dims.dims(dims, self.ndim)
+        listed = tuple(dims) if isinstance(dims, list | tuple) else (dims,)
+        ds = tuple(_dims.dim(d, self.ndim) for d in listed)
         if len(sh) != len(ds):  # jnp.roll would broadcast them, or ignore the extra shifts
             raise RuntimeError(
                 f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)} (pass "
                 "one shift per dim)"
             )
-        return apply(_roll, (sh, ds), (self,))
+        # A dim named twice rolls by the sum of its shifts, as torch's successive rolls do.
+        total: dict[int, int] = {}
+        for s, d in zip(sh, ds, strict=True):
+            total[d] = total.get(d, 0) + s
+        return apply(_roll, (tuple(total.values()), tuple(total)), (self,))
 
     def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
         """``n``-th forward difference along ``dim``, after joining ``prepend``/``append``."""
