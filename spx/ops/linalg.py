@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import jax.numpy as jnp
@@ -117,8 +118,14 @@ def _sublist_equation(args: tuple) -> tuple[str, tuple]:
         for v in sub:
             if v is Ellipsis:
                 out.append("...")
-            elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52:
-                out.append("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[v])
+                continue
+            try:
+                i = operator.index(v)  # Python or numpy ints
+            except TypeError:
+                i = -1
+            if 0 <= i < 52 and not isinstance(v, bool):
+                # torch's letters: 0-25 are A-Z, 26-51 a-z (an implicit output sorts by them).
+                out.append("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[i])
             else:
                 raise ValueError(
                     f"einsum(): subscript in subscript list is not within the valid range "

@@ -236,6 +236,16 @@ def test_masked_scatter_and_put():
                  error=RuntimeError)  # fmt: skip
 
 
+def test_masked_scatter_edges_as_torch():
+    # an empty source where the mask has no True; a mask broader than self (out of place)
+    check(lambda m, x, k, s: x.masked_scatter(k, s), (3,), np.zeros(3, bool),
+          np.zeros(0, np.float32))  # fmt: skip
+    broad = np.array([[True, False, True], [False, True, False]])
+    check(lambda m, x, k, s: x.masked_scatter(k, s), (3,), broad, (4,))
+    check_raises(lambda m, x, k, s: x.masked_scatter_(k, s), (3,), broad, (4,),
+                 error=RuntimeError)  # fmt: skip
+
+
 def test_masked_scatter_checks_a_computed_mask_once_it_is_known():
     x, src = spx.zeros(2, 3), spx.tensor([1.0, 2.0, 3.0])
     mask = spx.tensor([1.0, 0.0, 1.0]) > 0.5  # recorded: its values are computed later

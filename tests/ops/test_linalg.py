@@ -75,6 +75,10 @@ def test_einsum_sublist_form():
     check(lambda m, a: m.einsum(a, [..., 1], [...]), (2, 5, 3))
     check(lambda m, a, b: m.einsum(a, [Ellipsis, 0], b, [0, 27], [Ellipsis, 27]), (2, 3), (3, 4))
     check_grad(lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]), (2, 3), (3, 4), rtol=1e-4)
+    # the implicit output orders subscripts as torch's letters (0-25 A-Z, 26-51 a-z) sort
+    check(lambda m, a: m.einsum(a, [30, 3]), (3, 4))
+    check(lambda m, a, b: m.einsum(a, [26, 25], b, [25, 1]), (2, 3), (3, 4))
+    check(lambda m, a: m.einsum(a, [np.int64(0), np.int64(1)], [np.int64(1)]), (3, 4))
 
 
 def test_einsum_errors():

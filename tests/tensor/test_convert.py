@@ -67,6 +67,36 @@ def test_float_to_int_casts_out_of_range_are_torchs(name):
     check(lambda m, x: x.byte(), OUT_OF_RANGE)
 
 
+def test_complex_to_int_casts_take_the_real_part_as_torch():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "Casting complex values to real discards ..."
+        check(lambda m, x: (x * (1 + 2j)).to(m.uint8), np.array([-1.5, 300.0, 2.0], np.float32))
+
+
+WRITES = {
+    "setitem": lambda x, m, v: x.__setitem__(0, v),
+    "masked_fill": lambda x, m, v: x.masked_fill_(m.tensor([True, False, False]), v),
+    "fill_": lambda x, m, v: x.fill_(v),
+    "index_fill": lambda x, m, v: x.index_fill_(0, m.tensor([0]), v),
+}
+
+
+@pytest.mark.parametrize("how", sorted(WRITES))
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "bool"])
+def test_numbers_that_do_not_fit_an_integer_tensor_raise_as_torch(how, name):
+    for v in (-1.5, -0.5, 255.5, 300, 2.5, 1e6, float("nan"), float("inf")):
+        results = []
+        for m in (torch, spx):
+            x = m.zeros(3, dtype=getattr(m, name))
+            try:
+                WRITES[how](x, m, v)
+                results.append(x[0].item())
+            except RuntimeError as e:
+                assert "without overflow" in str(e)
+                results.append("refused")
+        assert results[0] == results[1], (how, name, v, results)
+
+
 def test_to_returns_self_when_nothing_changes():
     for lib in (torch, spx):
         x = lib.ones(2)

@@ -78,14 +78,46 @@ def cast(x: Any, dtype: Any) -> Any:
     sees the same pixels as with torch.
     """
     dtype = np.dtype(dtype)
-    if (
-        dtype.kind in "iu"
-        and dtype.itemsize <= 4
-        and jnp.issubdtype(x.dtype, jnp.floating)
-        and not (dtype.kind == "u" and dtype.itemsize == 4)
-    ):
-        wide = x.astype(jnp.int32)
-        outside = ~((x >= -(2.0**31)) & (x < 2.0**31))  # NaN included
-        wide = jnp.where(outside, jnp.int32(_INT32_MIN), wide)
-        return wide if dtype == np.int32 else wide.astype(dtype)
-    return x.astype(dtype)
+    if dtype.kind not in "iu" or not jnp.issubdtype(x.dtype, jnp.inexact):
+        return x.astype(dtype)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        x = jnp.real(x)  # torch casts a complex value's real part (with a warning)
+    if dtype.itemsize == 8:  # int64/uint64 with x64 on: through int64
+        wide = x.astype(jnp.int64)
+        outside = ~((x >= -(2.0**63)) & (x < 2.0**63))
+        return jnp.where(outside, jnp.int64(np.iinfo(np.int64).min), wide).astype(dtype)
+    if dtype == np.uint32:
+        return x.astype(dtype)
+    wide = x.astype(jnp.int32)
+    outside = ~((x >= -(2.0**31)) & (x < 2.0**31))  # NaN included
+    wide = jnp.where(outside, jnp.int32(_INT32_MIN), wide)
+    return wide if dtype == np.int32 else wide.astype(dtype)
+
+
+# torch names the C type in its error: int8_t, ..., and plain "int" for int32.
+_C_NAMES = {name: f"{name}_t" for name in ("int8", "int16", "int64", "uint8", "uint16", "uint32")}
+_C_NAMES["int32"] = "int"
+
+
+def check_scalar_fits(value: Any, dtype: Any) -> None:
+    """torch's error for a Python number written into an integer tensor it does not fit
+    (``x[0] = -1.5`` for uint8, NaN or inf for any integer type): torch refuses it where a
+    tensor value would be cast (wrapping).
+
+    Example:
+        >>> check_scalar_fits(2.5, np.uint8)  # truncated to 2, as torch
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:  # NaN fails too
+        narrowed = (
+            " (spx holds torch's int64 as int32 unless jax_enable_x64 is on)"
+            if dtype == np.int32 and not jax.config.jax_enable_x64
+            else ""
+        )
+        raise RuntimeError(
+            f"value cannot be converted to type {_C_NAMES.get(dtype.name, dtype.name)} without "
+            f"overflow{narrowed}"
+        )

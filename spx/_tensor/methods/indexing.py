@@ -27,7 +27,7 @@ from jax import lax
 
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import cast
+from spx._tensor.methods._dtypes import cast, check_scalar_fits
 
 
 def _index(x: Any, *rest: Any) -> Any:
@@ -80,8 +80,12 @@ def _additem(x: Any, value: Any, *rest: Any) -> Any:
 
 
 def _masked_scatter(x: Any, mask: Any, source: Any) -> Any:
-    """The i-th True position of ``mask`` (row-major) takes ``source.flatten()[i]``."""
-    mask = jnp.broadcast_to(mask, x.shape)
+    """The i-th True position of ``mask`` (row-major) takes ``source.flatten()[i]``; ``x``
+    and ``mask`` broadcast together, as torch's out-of-place masked_scatter does."""
+    shape = jnp.broadcast_shapes(x.shape, mask.shape)
+    x, mask = jnp.broadcast_to(x, shape), jnp.broadcast_to(mask, shape)
+    if source.size == 0:  # nothing to take (a True position was refused by the size check)
+        return x
     flat = mask.reshape(-1)
     take = jnp.clip(jnp.cumsum(flat) - 1, 0, max(source.size - 1, 0))
     picked = source.reshape(-1).astype(x.dtype)[take].reshape(x.shape)
@@ -578,6 +582,7 @@ class IndexingMethods:
         return out
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        check_scalar_fits(value, self._aval.dtype)
         view = self._view
         if view is not None and view.overlaps is not False:  # (known False: nothing to do)
             from spx._tensor.tensor import OVERLAPPING_WRITE, overlaps
@@ -720,6 +725,7 @@ class IndexingMethods:
         return apply(_index_update, (d, "copy"), (self, index, source, 1))
 
     def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        check_scalar_fits(value, self.dtype)
         if getattr(value, "ndim", 0):
             raise RuntimeError(
                 f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "

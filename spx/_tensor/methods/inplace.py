@@ -17,7 +17,7 @@ import numpy as np
 
 from spx._tensor import checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical, cast, category
+from spx._tensor.methods._dtypes import canonical, cast, category, check_scalar_fits
 from spx._tensor.placement import current_device, moved_to
 
 
@@ -178,6 +178,7 @@ class InplaceMethods:
         return self._assign_op(_copy_into, (), (self, moved_to(src, current_device(self))))
 
     def fill_(self, value: Any) -> Any:
+        check_scalar_fits(value, self.dtype)
         if getattr(value, "ndim", 0):
             raise RuntimeError(
                 f"fill_ only supports 0-dimension value tensor but got tensor with "

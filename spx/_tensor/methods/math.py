@@ -20,7 +20,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical, half_in_float32
+from spx._tensor.methods._dtypes import canonical, cast, check_scalar_fits, half_in_float32
 from spx._tensor.methods._dtypes import category as _category
 from spx._tensor.methods.linalg import LinalgMethods, _checked
 from spx._validate import is_int
@@ -307,7 +307,9 @@ def _where(cond: Any, x: Any, y: Any) -> Any:
 
 def _masked_fill(x: Any, mask: Any, value: Any) -> Any:
     _bool_mask("masked_fill_", mask)
-    return jnp.where(mask, jnp.asarray(value, x.dtype), x)
+    # A number (checked to fit) converts directly; a tensor value casts as torch's CPU does.
+    value = jnp.asarray(value, x.dtype) if isinstance(value, int | float) else cast(value, x.dtype)
+    return jnp.where(mask, value, x)
 
 
 def _softmax(x: Any, axis: int, dtype: Any) -> Any:
@@ -714,6 +716,7 @@ class MathMethods(LinalgMethods):
                 f"{value.ndim} dimension(s). (For a tensor of values: torch.where(mask, value, "
                 "x), here spx.where.)"
             )
+        check_scalar_fits(value, self.dtype)
         return apply(_masked_fill, (), (self, mask, value))
 
     def softmax(self, dim: int, dtype: Any = None) -> Any:

@@ -7,8 +7,10 @@ Masks follow torch: for ``scaled_dot_product_attention`` a **bool mask is True w
 is allowed**; for ``multi_head_attention_forward`` (like ``nn.MultiheadAttention``) bool
 ``attn_mask``/``key_padding_mask`` are **True where attention is blocked**. Float masks are added
 to the scores in both. A query row whose keys are all masked yields zeros (and zero gradients)
-— torch's SDPA does the same; torch's ``need_weights=True`` MHA path gives NaN there instead,
-spx returns zeros on both paths.
+in ``scaled_dot_product_attention`` and in ``multi_head_attention_forward`` without weights, as
+torch's fused attention; with ``need_weights=True`` it yields NaN, as torch's softmax there.
+(torch's inference fast path of ``nn.MultiheadAttention``, in eval mode under ``no_grad``, gives
+NaN without weights too; spx gives zeros there.)
 
 See https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html
 """
