@@ -275,13 +275,20 @@ def _instrument(schedule: Any) -> _Timer:
         for m in (
             "forward_one_chunk",
             "backward_one_chunk",
+            "forward_backward_one_chunk",
             "backward_input_one_chunk",
             "backward_weight_one_chunk",
         ):
             timer.wrap(st, m, f"    stage.{m}")
-        for m in ("forward", "backward", "backward_input", "backward_weight"):
+        for m in ("forward", "backward", "forward_backward", "backward_input", "backward_weight"):
             timer.wrap(st._programs, m, f"      programs.{m} (wrapper)")
-        for m in ("_forward", "_backward", "_backward_input", "_backward_weight"):
+        for m in (
+            "_forward",
+            "_backward",
+            "_forward_backward",
+            "_backward_input",
+            "_backward_weight",
+        ):
             timer.wrap(st._programs, m, f"        programs.{m} (jit call)")
         timer.wrap(st, "_check_inputs", "      stage._check_inputs")
         timer.wrap(st, "_check_output", "      stage._check_output")

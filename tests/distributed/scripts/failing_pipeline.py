@@ -4,6 +4,10 @@ Usage (as every rank of a torchrun-style job): ``python failing_pipeline.py <sch
 <failing rank> <step> <microbatch>``. Every rank holds one stage of a 1F1B-style pipeline of
 ``WORLD_SIZE`` stages; the failing rank's backward of ``<microbatch>`` raises in training step
 ``<step>``. Each rank prints ``step <k> done`` after each step.
+
+1F1B's last stage runs F and B of a microbatch as one program; there the injected failure
+first makes that program fail (``FusedProgramFailed``, what a failing program raises), so the
+runtime runs F and B apart and the separate backward raises, at its own action.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import sys
 import spx
 import spx.distributed as dist
 from spx.distributed.pipelining import PipelineStage, get_schedule_class
+from spx.distributed.pipelining.stage import FusedProgramFailed
 
 
 def main(schedule_name: str, fail_rank: int, fail_step: int, fail_mb: int) -> None:
@@ -35,6 +40,14 @@ def main(schedule_name: str, fail_rank: int, fail_step: int, fail_mb: int) -> No
             return backward(mb, grads)
 
         stage.backward_one_chunk = failing_backward
+        fused = stage.forward_backward_one_chunk
+
+        def failing_fused(mb, *args, **kwargs):
+            if current["step"] == fail_step and mb == fail_mb:
+                raise FusedProgramFailed("injected: the fused program fails")
+            return fused(mb, *args, **kwargs)
+
+        stage.forward_backward_one_chunk = failing_fused
     x, t = spx.ones(8, 8), spx.zeros(8, 8)
     for step in range(fail_step + 2):
         current["step"] = step
