@@ -10,6 +10,7 @@ With x64 on, dtypes are kept.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -108,7 +109,9 @@ def check_scalar_fits(value: Any, dtype: Any) -> None:
         >>> check_scalar_fits(2.5, np.uint8)  # truncated to 2, as torch
     """
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iu" or isinstance(value, bool) or not isinstance(value, int | float):
+    if dtype.kind not in "iu" or isinstance(value, bool | np.bool_):
+        return
+    if not isinstance(value, numbers.Real):  # tensors and arrays are cast instead
         return
     info = np.iinfo(dtype)
     if not info.min <= value <= info.max:  # NaN fails too
