@@ -34,29 +34,18 @@ from jax import lax
 
 from spx._tensor.dispatch import apply
 from spx._tensor.methods import _layout
+from spx._tensor.methods._dtypes import scalar_type
 from spx._tensor.methods.math import _broadcastable
 from spx._tensor.tensor import PART_VIEWS, Tensor
 from spx.ops._args import tensor_arg
 
 __all__ = ["complex", "polar", "view_as_complex", "view_as_real"]
 
-# torch's ScalarType names, which its dtype errors print ("got Long and Long").
-_SCALAR_TYPE = {
-    "float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16",
-    "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
-    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-}  # fmt: skip
 _REAL_PARTS = (np.dtype(np.float32), np.dtype(np.float64))
 _NO_COMPLEX32 = (
     "{what}: float16 input would give complex32 (torch's ComplexHalf), which JAX does not have "
     "(its narrowest complex type is complex64). Cast to float32 first: {fix}"
 )
-
-
-def _scalar_type(dtype: Any) -> str:
-    name = np.dtype(dtype).name
-    return _SCALAR_TYPE.get(name, name)
 
 
 def _check_parts(a: Tensor, b: Tensor, what: str, fix: str) -> None:
@@ -67,12 +56,12 @@ def _check_parts(a: Tensor, b: Tensor, what: str, fix: str) -> None:
     if da not in (*_REAL_PARTS, np.float16) or db not in (*_REAL_PARTS, np.float16):
         raise RuntimeError(
             "Expected both inputs to be Half, Float or Double tensors but got "
-            f"{_scalar_type(da)} and {_scalar_type(db)}"
+            f"{scalar_type(da)} and {scalar_type(db)}"
         )
     if da != db:
         raise RuntimeError(
-            f"Expected object of scalar type {_scalar_type(da)} but got scalar type "
-            f"{_scalar_type(db)} for second argument"
+            f"Expected object of scalar type {scalar_type(da)} but got scalar type "
+            f"{scalar_type(db)} for second argument"
         )
     if a.shape != b.shape:
         _broadcastable(tuple(a.shape), tuple(b.shape))
@@ -214,7 +203,7 @@ def view_as_complex(input: Any) -> Tensor:
     if dtype not in _REAL_PARTS:
         raise RuntimeError(
             "view_as_complex is only supported for half, float and double tensors, but got a "
-            f"tensor of scalar type: {_scalar_type(dtype)}"
+            f"tensor of scalar type: {scalar_type(dtype)}"
         )
     if x.ndim == 0:
         raise RuntimeError("Input tensor must have one or more dimensions")

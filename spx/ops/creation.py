@@ -24,7 +24,7 @@ from spx._device import device as resolve_device
 from spx._host import device_array
 from spx._tensor import graph, numpy_names
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import canonical
+from spx._tensor.methods._dtypes import canonical, check_scalar_fits
 from spx._tensor.placement import known_device
 from spx._tensor.tensor import Tensor
 from spx.ops.types import default_complex_dtype, get_default_dtype
@@ -207,6 +207,7 @@ def full(
         # dtype), numpy scalars by kind, other floats the default dtype.
         dtype = fill_value.dtype if isinstance(fill_value, Tensor) else _number_dtype(fill_value)
     static = (_size((size,), "full"), canonical(dtype))
+    check_scalar_fits(fill_value, static[1])
     return _made(_fill, static, (fill_value,), device, requires_grad)
 
 
@@ -222,6 +223,7 @@ def _device_of_input(input: Any, device: Any) -> Any:
 def _like(fn: str, input: Any, value: Any, dtype: Any, device: Any, requires_grad: bool):
     like = input if isinstance(input, Tensor) else as_tensor(input)
     static = (tuple(like.shape), canonical(like.dtype if dtype is None else dtype))
+    check_scalar_fits(value, static[1])
     if _device_of_input(input, device) is not None:
         # Made on input's device, as torch's: a fill that reads input (without its history)
         # runs where input is, in the program that computes input if it is pending.

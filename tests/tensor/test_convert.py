@@ -78,19 +78,28 @@ WRITES = {
     "masked_fill": lambda x, m, v: x.masked_fill_(m.tensor([True, False, False]), v),
     "fill_": lambda x, m, v: x.fill_(v),
     "index_fill": lambda x, m, v: x.index_fill_(0, m.tensor([0]), v),
+    "scatter": lambda x, m, v: x.scatter_(0, m.tensor([0]), v),
+    "full": lambda x, m, v: m.full((3,), v, dtype=x.dtype),
+    "full_like": lambda x, m, v: m.full_like(x, v),
+    "new_full": lambda x, m, v: x.new_full((3,), v),
 }
 
 
 @pytest.mark.parametrize("how", sorted(WRITES))
-@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "bool"])
-def test_numbers_that_do_not_fit_an_integer_tensor_raise_as_torch(how, name):
-    for v in (-1.5, -0.5, 255.5, 300, 2.5, 1e6, float("nan"), float("inf")):
+@pytest.mark.parametrize(
+    "name", ["uint8", "int8", "int16", "int32", "bool", "float16", "bfloat16", "float32"]
+)
+def test_numbers_that_do_not_fit_a_tensor_raise_as_torch(how, name):
+    # Integers: out of range, NaN, inf; floats: finite numbers past the largest value (torch's
+    # x[i] = v lets float16/bfloat16 overflow to inf, and refuses it for float32).
+    values = (-1.5, -0.5, 255.5, 300, 2.5, 1e6, 65519.0, 3.5e38, -1e39, float("nan"), float("inf"))
+    for v in values:
         results = []
         for m in (torch, spx):
             x = m.zeros(3, dtype=getattr(m, name))
             try:
-                WRITES[how](x, m, v)
-                results.append(x[0].item())
+                out = WRITES[how](x, m, v)
+                results.append(str((x if out is None else out)[0].item()))
             except RuntimeError as e:
                 assert "without overflow" in str(e)
                 results.append("refused")

@@ -332,3 +332,54 @@ def test_a_list_index_is_a_tuple_by_torchs_rule(index):
     with pytest.warns(UserWarning, match="non-tuple sequence") as caught:
         spx.ones(4, 3)[[[0, 1], [2, 0]]]
     assert caught[0].filename == __file__  # it names the indexing line, as torch's does
+
+
+# Writes that torch does not cast: a tensor source of another dtype raises (spx cast it,
+# saturating where torch's copy_ wraps); the same write with a matching dtype works.
+SAME_DTYPE_WRITES = {
+    "scatter_": lambda m, x, v: x.scatter_(0, m.tensor([0, 2]), v),
+    "scatter_add_": lambda m, x, v: x.scatter_add_(0, m.tensor([0, 2]), v),
+    "scatter_reduce_": lambda m, x, v: x.scatter_reduce_(0, m.tensor([0, 2]), v, "amax"),
+    "index_put_": lambda m, x, v: x.index_put_((m.tensor([0, 2]),), v),
+    "index_put_accumulate": lambda m, x, v: x.index_put_((m.tensor([0, 2]),), v, True),
+    "setitem_index": lambda m, x, v: x.__setitem__(m.tensor([0, 2]), v),
+    "setitem_mask": lambda m, x, v: x.__setitem__(m.tensor([True, False, True]), v),
+    "put_": lambda m, x, v: x.put_(m.tensor([0, 2]), v),
+    "index_copy_": lambda m, x, v: x.index_copy_(0, m.tensor([0, 2]), v),
+    "index_add_": lambda m, x, v: x.index_add_(0, m.tensor([0, 2]), v),
+    "index_reduce_": lambda m, x, v: x.index_reduce_(0, m.tensor([0, 2]), v, "amax"),
+    "masked_scatter_": lambda m, x, v: x.masked_scatter_(m.tensor([True, False, True]), v),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SAME_DTYPE_WRITES))
+@pytest.mark.parametrize(
+    "dst, src", [("int32", "float32"), ("float32", "int32"), ("uint8", "bool")]
+)
+def test_tensor_sources_of_another_dtype_raise_as_torch(how, dst, src):
+    write = SAME_DTYPE_WRITES[how]
+    with pytest.raises(RuntimeError) as torch_error:
+        write(
+            torch,
+            torch.zeros(3, dtype=getattr(torch, dst)),
+            torch.ones(2, dtype=getattr(torch, src)),
+        )
+    with pytest.raises(RuntimeError, match="cast the source first") as spx_error:
+        write(spx, spx.zeros(3, dtype=getattr(spx, dst)), spx.ones(2, dtype=getattr(spx, src)))
+    # torch's message, up to the dtype names
+    assert str(spx_error.value).split()[:3] == str(torch_error.value).split()[:3]
+    values = np.array([300, 7]) if dst != "uint8" else np.array([200, 7])
+    t = torch.zeros(3, dtype=getattr(torch, dst))
+    s = spx.zeros(3, dtype=getattr(spx, dst))
+    write(torch, t, torch.tensor(values, dtype=getattr(torch, dst)))
+    write(spx, s, spx.tensor(values, dtype=getattr(spx, dst)))
+    assert s.tolist() == t.tolist()
+
+
+def test_numbers_and_basic_index_writes_still_cast_as_torch():
+    for m in (torch, spx):
+        x = m.zeros(3, dtype=m.int32)
+        x.scatter_(0, m.tensor([0]), 2.7)  # a number: cast
+        x[1:] = m.tensor([1.5, -1.5])  # basic indexing: copy_'s cast
+        x[m.tensor([True, False, False])] = m.tensor(4.5)  # mask and one value: masked_fill
+        assert x.tolist() == [4, 1, -1]

@@ -10,6 +10,7 @@ With x64 on, dtypes are kept.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -95,32 +96,93 @@ def cast(x: Any, dtype: Any) -> Any:
     return wide if dtype == np.int32 else wide.astype(dtype)
 
 
-# torch names the C type in its error: int8_t, ..., and plain "int" for int32.
+# torch names the C type in its error: int8_t, ..., plain "int" for int32, c10::Half, float.
 _C_NAMES = {name: f"{name}_t" for name in ("int8", "int16", "int64", "uint8", "uint16", "uint32")}
-_C_NAMES["int32"] = "int"
+_C_NAMES.update(
+    int32="int", float16="c10::Half", bfloat16="c10::BFloat16", float32="float", float64="double"
+)
+# What spx holds a torch type in while x64 is off (the value might fit the type asked for).
+_NARROWED = {"int32": "int64 as int32", "float32": "float64 as float32"}
 
 
-def check_scalar_fits(value: Any, dtype: Any) -> None:
-    """torch's error for a Python number written into an integer tensor it does not fit
-    (``x[0] = -1.5`` for uint8, NaN or inf for any integer type): torch refuses it where a
-    tensor value would be cast (wrapping).
+@functools.cache
+def _finite_range(dtype: np.dtype) -> tuple[float, float] | None:
+    """The numbers a ``dtype`` holds without overflow, or None where torch does not check."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return float(info.min), float(info.max)
+    if dtype.kind == "b" or not jnp.issubdtype(dtype, jnp.floating):
+        return None
+    top = float(jnp.finfo(dtype).max)
+    return -top, top
+
+
+def check_scalar_fits(value: Any, dtype: Any, *, half_types: bool = True) -> None:
+    """torch's error for a Python number written into a tensor it does not fit: ``x[0] = -1.5``
+    for uint8, NaN or inf for any integer type, a finite number past the largest float16
+    (65504), bfloat16 or float32 value. torch refuses it where a tensor value would be cast
+    (integers wrap, floats become inf). ``half_types=False`` lets float16/bfloat16 become inf
+    as torch's ``x[i] = v`` does (it makes a float tensor of ``v`` and casts it).
 
     Example:
         >>> check_scalar_fits(2.5, np.uint8)  # truncated to 2, as torch
+        >>> check_scalar_fits(float("inf"), np.float16)  # inf is a float16 value
     """
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iu" or isinstance(value, bool | np.bool_):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return  # tensors and arrays are cast instead
+    bounds = _finite_range(dtype)
+    if bounds is None or (not half_types and dtype in _HALF):
         return
-    if not isinstance(value, numbers.Real):  # tensors and arrays are cast instead
-        return
-    info = np.iinfo(dtype)
-    if not info.min <= value <= info.max:  # NaN fails too
+    if dtype.kind not in "iu" and not math.isfinite(value):
+        return  # inf and NaN are float values
+    if not bounds[0] <= value <= bounds[1]:  # NaN fails too
         narrowed = (
-            " (spx holds torch's int64 as int32 unless jax_enable_x64 is on)"
-            if dtype == np.int32 and not jax.config.jax_enable_x64
+            f" (spx holds torch's {_NARROWED[dtype.name]} unless jax_enable_x64 is on)"
+            if dtype.name in _NARROWED and not jax.config.jax_enable_x64
             else ""
         )
         raise RuntimeError(
             f"value cannot be converted to type {_C_NAMES.get(dtype.name, dtype.name)} without "
             f"overflow{narrowed}"
         )
+
+
+# torch's ScalarType names, which its dtype errors print ("got Long for the destination").
+_SCALAR_TYPE = {
+    "float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16",
+    "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
+    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}  # fmt: skip
+
+
+def scalar_type(dtype: Any) -> str:
+    """torch's ScalarType name of ``dtype``, as torch's dtype errors print it.
+
+    Example:
+        >>> scalar_type(np.float32), scalar_type(np.uint8)
+        ('Float', 'Byte')
+    """
+    name = np.dtype(dtype).name
+    return _SCALAR_TYPE.get(name, name)
+
+
+def check_same_dtype(dtype: Any, source: Any, message: str) -> None:
+    """torch's error for a tensor ``source`` whose dtype is not ``dtype``, where torch writes
+    it into a tensor of ``dtype`` without casting (scatter, index_put, index_add, put, ...).
+
+    ``message`` is torch's, with ``{self}`` and ``{source}`` for the two ScalarType names; the
+    fix is appended. A Python number is not checked: torch casts numbers.
+
+    Example:
+        >>> check_same_dtype(np.float32, jnp.ones(2), "put_(): {self} and {source}")
+    """
+    if not (hasattr(source, "_ref") or isinstance(source, jax.Array)):
+        return
+    if np.dtype(source.dtype) == np.dtype(dtype):
+        return
+    raise RuntimeError(
+        message.format(self=scalar_type(dtype), source=scalar_type(source.dtype))
+        + f"; cast the source first: source.to(spx.{np.dtype(dtype).name})"
+    )

@@ -20,8 +20,7 @@ import numpy as np
 from spx import _user_code
 from spx._tensor import checks, graph
 from spx._tensor.dispatch import apply, stop_gradient
-from spx._tensor.methods._dtypes import canonical
-from spx._tensor.methods.inplace import _astype
+from spx._tensor.methods._dtypes import canonical, cast
 
 _NUMPY_REQUIRES_GRAD = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
@@ -242,7 +241,7 @@ class ConvertMethods:
                 )
         out = self
         if dtype is not None and canonical(dtype) != out.dtype:
-            out = apply(_astype, (canonical(dtype),), (out,))
+            out = apply(cast, (canonical(dtype),), (out,))
         if device is not None:
             out = out._moved(device)
         if copy and out is self:

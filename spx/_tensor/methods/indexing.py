@@ -27,7 +27,7 @@ from jax import lax
 
 from spx._tensor import _dims, checks
 from spx._tensor.dispatch import apply
-from spx._tensor.methods._dtypes import cast, check_scalar_fits
+from spx._tensor.methods._dtypes import cast, check_same_dtype, check_scalar_fits
 
 
 def _index(x: Any, *rest: Any) -> Any:
@@ -565,6 +565,14 @@ def _parse_cached(shape: tuple, index: Any) -> tuple[tuple, tuple]:
     return found
 
 
+# torch's errors for a tensor source of another dtype: these writes do not cast it.
+_INDEX_PUT_DTYPES = (
+    "Index put requires the source and destination dtypes match, got {self} for the "
+    "destination and {source} for the source."
+)
+_SCATTER_DTYPES = "scatter(): Expected self.dtype to be equal to src.dtype ({self}, {source})"
+
+
 def _all_basic(spec: tuple) -> bool:
     return all(e[0] != "a" for e in spec)
 
@@ -582,7 +590,7 @@ class IndexingMethods:
         return out
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        check_scalar_fits(value, self._aval.dtype)
+        check_scalar_fits(value, self._aval.dtype, half_types=False)
         view = self._view
         if view is not None and view.overlaps is not False:  # (known False: nothing to do)
             from spx._tensor.tensor import OVERLAPPING_WRITE, overlaps
@@ -606,6 +614,8 @@ class IndexingMethods:
             self._assign_op(_mask_fill, (), (self, index, value))
             return
         spec, dyn = _parse_cached(shape, index)
+        if not _all_basic(spec):  # torch's index_put; basic indexing casts as copy_ does
+            check_same_dtype(self._aval.dtype, value, _INDEX_PUT_DTYPES)
         self._assign_op(_setitem, (spec,), (self, value, *dyn))
 
     def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
@@ -635,14 +645,17 @@ class IndexingMethods:
             src = value
         if src is None:
             raise TypeError("scatter() needs src (a tensor) or value (a number)")
+        check_scalar_fits(src, self.dtype)
         if reduce is not None and reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
         d = _dims.dim(dim, self.ndim)
+        check_same_dtype(self.dtype, src, _SCATTER_DTYPES)
         _check_index_values("scatter", index, self.shape[d], d)
         return apply(_scatter, (d, reduce), (self, index, src))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
+        check_same_dtype(self.dtype, src, _SCATTER_DTYPES)
         _check_index_values("scatter_add", index, self.shape[d], d)
         return apply(_scatter, (d, "add"), (self, index, src))
 
@@ -654,6 +667,7 @@ class IndexingMethods:
             raise RuntimeError(
                 f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
             )
+        check_same_dtype(self.dtype, src, _SCATTER_DTYPES)
         _check_index_values("scatter_reduce", index, self.shape[d], d)
         if reduce == "mean":
             return apply(_scatter_mean, (d, include_self), (self, index, src))
@@ -670,6 +684,11 @@ class IndexingMethods:
     def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
         d = _dims.dim(dim, self.ndim)
         _check_vector_index("index_add_", index)
+        check_same_dtype(
+            self.dtype,
+            source,
+            "index_add_(): self ({self}) and source ({source}) must have the same scalar type",
+        )
         _check_index_values("index_add", index, self.shape[d], d, one_d=self.ndim <= 1)
         return apply(_index_update, (d, "add"), (self, index, source, alpha))
 
@@ -694,6 +713,11 @@ class IndexingMethods:
             )
         d = _dims.dim(dim, self.ndim)
         _check_vector_index("index_reduce_", index)
+        check_same_dtype(
+            self.dtype,
+            source,
+            "index_reduce_(): self ({self}) and source ({source}) must have the same scalar type",
+        )
         src_shape = tuple(getattr(source, "shape", ()))
         n = int(np.prod(np.shape(index)))
         size = src_shape[d] if len(src_shape) > d else 1
@@ -721,6 +745,12 @@ class IndexingMethods:
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
         d = _dims.dim(dim, self.ndim)
         _check_vector_index("index_copy_", index)
+        check_same_dtype(
+            self.dtype,
+            source,
+            "index_copy_(): self and source expected to have the same dtype, "
+            "but got (self) {self} and (source) {source}",
+        )
         _check_index_values("index_copy_", index, self.shape[d], d, error=IndexError)
         return apply(_index_update, (d, "copy"), (self, index, source, 1))
 
@@ -744,6 +774,7 @@ class IndexingMethods:
         """``self[indices] = values`` (``+=``, repeated positions summed, with ``accumulate``)."""
         if not isinstance(indices, tuple | list):
             raise TypeError("index_put_(): indices must be a tuple of tensors, e.g. (rows, cols)")
+        check_same_dtype(self._aval.dtype, values, _INDEX_PUT_DTYPES)
         spec, dyn = _parse(self._aval.shape, tuple(indices))
         fn = _additem if accumulate else _setitem
         return self._assign_op(fn, (spec,), (self, values, *dyn))
@@ -755,6 +786,12 @@ class IndexingMethods:
         (at once when the mask's values are known, else once they are computed).
         """
         _check_bool_mask("masked_scatter_", mask)
+        check_same_dtype(
+            self.dtype,
+            source,
+            "masked_scatter: expected self and source to have same dtypes but "
+            "got {self} and {source}",
+        )
         shape = tuple(np.shape(mask))
         mask_size = int(np.prod(shape))
         if mask_size:
@@ -774,6 +811,12 @@ class IndexingMethods:
 
     def put(self, index: Any, source: Any, accumulate: bool = False) -> Any:
         """A copy with ``source`` written at the flat positions ``index``."""
+        check_same_dtype(
+            self.dtype,
+            source,
+            "put_(): self and source expected to have the same dtype, but got "
+            "self.dtype = {self} and source.dtype = {source}",
+        )
         _check_index_values("put_", index, self.numel(), 0, negative=True)
         return apply(_put, (bool(accumulate),), (self, index, source))
 

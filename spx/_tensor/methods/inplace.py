@@ -25,10 +25,6 @@ def _full_like(x: Any, value: Any) -> Any:
     return jnp.full(x.shape, value, x.dtype)
 
 
-def _astype(x: Any, dtype: Any) -> Any:
-    return cast(x, dtype)
-
-
 # The random fills take the tensor they overwrite as their first input and ignore it: reading it
 # runs the draw on that tensor's device (see spx/_tensor/placement.py).
 def _uniform(_into: Any, key: Any, lo: Any, hi: Any, shape: tuple, dtype: Any) -> Any:
@@ -131,7 +127,7 @@ def _copy_into(dst: Any, src: Any) -> Any:
             f"copy_: the source's shape {list(jnp.shape(src))} doesn't broadcast to the "
             f"destination's {list(dst.shape)}"
         ) from None
-    return jnp.broadcast_to(_astype(jnp.asarray(src), dst.dtype), dst.shape)
+    return jnp.broadcast_to(cast(jnp.asarray(src), dst.dtype), dst.shape)
 
 
 def _key(generator: Any) -> Any:
@@ -170,7 +166,7 @@ class InplaceMethods:
                 f"result type {src} can't be cast to the desired output type {dst}; write "
                 f"into a tensor of a wider type, or cast explicitly: x.copy_(result.to({dst}))"
             )
-        return apply(_astype, (dst,), (self,))
+        return apply(cast, (dst,), (self,))
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Any:
         """Copy ``src`` (broadcast to ``self``'s shape, cast to its dtype) into ``self``."""
