@@ -625,3 +625,22 @@ def test_heaviside_and_addcmul_dtypes_as_torch():
     check_raises(lambda m, a: m.heaviside(a, m.tensor([0.5])), np.array([1, 0]))
     big = np.array([100, 100], np.int8)  # the product is taken in float32, as torch's
     check(lambda m, a: m.addcmul(m.zeros(2), a, a), big)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32"])
+def test_integer_powers_use_every_bit_of_the_exponent_as_torch(name):
+    # XLA's integer power read the exponent's low 6 bits (3 ** 100 was 3 ** 36, 2 ** 64 was 1).
+    exponents = [0, 1, 5, 31, 32, 33, 63, 64, 65, 100, 127, 128, 255, 1000, 2**31 - 1, -1, -2]
+    bases = [b for b in (-3, -2, -1, 0, 1, 2, 3, 7) if name != "uint8" or b >= 0]
+    for e in exponents:
+        results = []
+        for m in (torch, spx):
+            x = m.tensor(bases, dtype=getattr(m, name))
+            by_tensor = (x ** m.tensor([e] * len(bases), dtype=m.int32)).tolist()
+            try:
+                by_number = (x**e).tolist()
+            except RuntimeError as err:  # negative, or not of the base's type: torch refuses
+                by_number = "refused"
+                assert "Integers to negative" in str(err) or "without overflow" in str(err)
+            results.append((by_tensor, by_number))
+        assert results[0] == results[1], (name, e, results)

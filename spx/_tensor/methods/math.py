@@ -351,11 +351,26 @@ def _pow(x: Any, y: Any) -> Any:
 
 
 def _int_pow(x: Any, y: Any) -> Any:
-    """Integer powers as torch computes them: a negative exponent gives 0, except for bases 1
-    and -1 (XLA's integer power returns garbage there)."""
-    negative = y < 0  # before the cast: -1 in uint8 would be 255
+    """Integer powers as torch computes them: wrapping products over every bit of the
+    exponent; a negative exponent gives 0, except for bases 1 and -1.
+
+    XLA's integer power reads only the exponent's low 6 bits (3 ** 100 gave 3 ** 36, 2 ** 64
+    gave 1) and returns garbage for negative exponents: square and multiply here instead,
+    one step per bit of the exponent's type (fused into one loop by XLA).
+    """
+    y = jnp.asarray(y)
+    if y.dtype == jnp.bool_:
+        y = y.astype(jnp.int32)
+    negative = y < 0  # before any cast: -1 in uint8 would be 255
+    e = jnp.where(negative, 0, y)
+    shape = jnp.broadcast_shapes(jnp.shape(x), jnp.shape(e))
+    base = jnp.broadcast_to(x, shape)
+    positive = jnp.ones(shape, x.dtype)
+    for _ in range(jnp.iinfo(e.dtype).bits):
+        positive = jnp.where((e & 1) == 1, positive * base, positive)
+        base = base * base
+        e = e >> 1
     odd = (y % 2) != 0
-    positive = jnp.power(x, jnp.where(negative, 0, y).astype(x.dtype))
     unit = jnp.where(x == 1, 1, jnp.where(x == -1, jnp.where(odd, -1, 1), 0)).astype(x.dtype)
     return jnp.where(negative, unit, positive)
 
@@ -771,13 +786,18 @@ def _unary_method(name: str, fn: Any) -> Any:
 
 
 def _check_exponent(x: Any, y: Any) -> None:
-    """torch's error for an integer tensor raised to a negative integer *number* (XLA gives
-    0, or 1 for a base of 1; torch gives 0 for a tensor exponent too, and so does spx)."""
+    """torch's errors for an integer tensor raised to an integer *number* that is negative
+    (XLA gives 0, or 1 for a base of 1; torch gives 0 for a tensor exponent too, and so does
+    spx) or past the tensor's type (``uint8 ** 1000``: torch casts the exponent to it)."""
     # A Python or numpy integer, not a bool (is_int) and not a tensor or array (which torch
     # accepts: 0 for a negative entry).
-    if not (isinstance(y, int | np.integer) and is_int(y)) or y >= 0:
+    if not (isinstance(y, int | np.integer) and is_int(y)) or not hasattr(x, "dtype"):
         return
-    if hasattr(x, "dtype") and _integral(x):
+    if y >= 0:
+        if _integral(x):  # torch casts the exponent to the base's type first
+            check_scalar_fits(y, x.dtype)
+        return
+    if _integral(x):
         raise RuntimeError(
             f"Integers to negative integer powers are not allowed. (x ** {y} on a tensor of "
             f"dtype {x.dtype}: compute in floats, x.float() ** {y})"
