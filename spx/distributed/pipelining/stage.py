@@ -21,6 +21,7 @@ from spx._tensor.autograd import run_post_backward
 from spx._validate import as_int
 from spx.distributed.pipelining.runtime.programs import StagePrograms
 from spx.nn.module import Module
+from spx.nn.parallel.distributed import DistributedDataParallel
 
 
 def _meta(tree: Any) -> tuple:
@@ -336,7 +337,10 @@ class PipelineStage:
         self._acc = None
         # The stage's backward is done: post-backward callbacks run as after loss.backward(),
         # so a DistributedDataParallel stage module averages its gradients over its data-
-        # parallel group once per step (torch syncs DDP on the last microbatch's backward).
+        # parallel group once per step (torch arms DDP's reducer for the last microbatch's
+        # backward: the programs run the module's forward without passing through DDP's).
+        if isinstance(self.submod, DistributedDataParallel):
+            self.submod._prepare_for_backward()
         run_post_backward(self._programs.train_params)
 
 

@@ -2,11 +2,14 @@
 
 Every rank holds a replica of the module and feeds it its own part of the batch. At
 construction the replicas are made equal (parameters and buffers broadcast from the group's
-rank 0, in place). When a backward finishes — ``loss.backward()``, ``spx.backward(...)``, or a
-``loss.backward()`` inside an ``spx.compile``d step — the gradients of the module's parameters
-are averaged over the group, bucketed as torch does (one all-reduce per bucket of at most
-``bucket_cap_mb``, parameters taken in reverse order) and written back in place into each
-``p.grad``. The optimizer then steps every replica identically.
+rank 0, in place). When the first backward after a forward through the wrapper finishes —
+``loss.backward()``, ``spx.backward(...)``, or a ``loss.backward()`` inside an ``spx.compile``d
+step — the gradients of the module's parameters are averaged over the group, bucketed as
+torch does (one all-reduce per bucket of at most ``bucket_cap_mb``, parameters taken in
+reverse order) and written back in place into each ``p.grad``. The optimizer then steps every
+replica identically. As torch's reducer, only a forward through the wrapper (with gradients
+enabled, outside ``no_sync()``) arms the averaging: a backward through ``ddp.module`` alone,
+or a second backward of the same graph, stays local.
 
 Differences from torch, none of which change results: the reduction runs when backward has
 finished (torch overlaps it with the backward pass), so torch's small first bucket exists only
@@ -27,6 +30,7 @@ import numpy as np
 
 from spx._tensor import graph
 from spx._tensor.autograd import register_post_backward_callback
+from spx._tensor.grad_mode import is_grad_enabled
 from spx._tensor.tensor import Tensor
 from spx.nn.module import Module
 from spx.nn.parallel import _reducer
@@ -166,6 +170,9 @@ class DistributedDataParallel(Module):
         self.static_graph = bool(static_graph)
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
+        # torch's prepare_for_backward: set by a forward that will be averaged, cleared by the
+        # backward that averages it.
+        self._armed = False
         if broadcast_buffers is not None and forward_sync_buffers is None:
             warnings.warn(
                 "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead.",
@@ -194,6 +201,9 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if self.forward_sync_buffers and self.process_group.size() > 1:
             self._broadcast([b for b in self.module.buffers() if b is not None])
+        # Traced (spx.compile): the program averages or not by the flag when it runs.
+        if is_grad_enabled() and (self.require_backward_grad_sync or graph.STATE.binding):
+            self._prepare_for_backward()
         return self.module(*inputs, **kwargs)
 
     @contextlib.contextmanager
@@ -234,6 +244,12 @@ class DistributedDataParallel(Module):
                 arrays.append(p._grad._data)
         jax.block_until_ready([a for a in arrays if not isinstance(a, jax.core.Tracer)])
 
+    def _prepare_for_backward(self) -> None:
+        """Arm the averaging for the next backward that reaches the module, as a forward
+        through the wrapper does (torch's ``reducer.prepare_for_backward``; the pipeline
+        stage calls it, whose programs run the module's own forward)."""
+        self._armed = True
+
     @property
     def bucket_indices(self) -> list[list[int]]:
         """The buckets, as indices into the module's trainable parameters (in reduce order)."""
@@ -258,6 +274,9 @@ class DistributedDataParallel(Module):
         ids = reducer.ids
         if not any(id(leaf) in ids for leaf in leaves):
             return  # a backward that did not reach this module
+        if not self._armed:
+            return  # no forward through the wrapper since the last averaging: torch's too
+        self._armed = False
         traced = graph.STATE.binding > 0 or any(
             isinstance(p._grad._data if p._grad is not None else None, jax.core.Tracer)
             for p in reducer.params
@@ -273,7 +292,7 @@ class DistributedDataParallel(Module):
         self._before_collectives([g for g in grads if g is not None])
         missing = [i for i, g in enumerate(grads) if g is None]
         used = None
-        if missing:
+        if missing or (self.find_unused_parameters and not traced):
             names = _names(self.module, [params[i] for i in missing])
             if not self.find_unused_parameters:
                 raise RuntimeError(
@@ -292,6 +311,7 @@ class DistributedDataParallel(Module):
                 )
             for i in missing:
                 grads[i] = jnp.zeros(params[i].shape, params[i].dtype)
+            # Every rank, also one that used every parameter: the collectives must line up.
             used = self._globally_used(grads, missing)
         out = _reducer.average_buckets(grads, reducer.buckets, reducer.average)
         for i, (p, g) in enumerate(zip(params, out, strict=True)):

@@ -17,7 +17,7 @@ import spx.distributed as dist
 from spx import nn
 from spx.distributed import process_group
 from spx.nn.parallel import DistributedDataParallel as DDP
-from tests.distributed._ranks import run_ranks
+from tests.distributed._ranks import BACKENDS, run_ranks
 
 B, D_IN, D_OUT, STEPS = 4, 6, 3, 10
 RTOL, ATOL = 1e-5, 1e-6
@@ -302,6 +302,81 @@ def test_unused_parameters_raise_or_are_averaged_as_zeros():
         np.testing.assert_allclose(out[r]["module.b.weight"], np.full((2, 3), 2.0 * 2 / 2))
 
 
+class _Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(2, 2), nn.Linear(2, 1), nn.Linear(2, 1)
+
+    def forward(self, x, use_c):
+        h = self.a(x)
+        return self.b(h) + self.c(h) if use_c else self.b(h)
+
+
+def _branch_grads(x: spx.Tensor, use_c: bool) -> dict[str, np.ndarray]:
+    """One rank's local gradients (the reference: no DDP)."""
+    model = _Branchy()
+    with spx.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.fill_(0.1 * (i + 1))
+    model(x, use_c).sum().backward()
+    return {
+        n: np.zeros(p.shape, np.float32) if p.grad is None else np.asarray(p.grad)
+        for n, p in model.named_parameters()
+    }
+
+
+def _unused_on_one_rank(rank, out):
+    # Only rank 0 uses c: rank 1 has no missing parameter, and must still take part in the
+    # used-map all-reduce (it skipped it: the ranks' collectives no longer lined up).
+    dist.init_process_group()
+    model = _Branchy()
+    with spx.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.fill_(0.1 * (i + 1))
+    ddp = DDP(model, find_unused_parameters=True)
+    for _ in range(2):  # a second step reuses the buckets
+        model.zero_grad()
+        ddp(spx.ones(3, 2) * (rank + 1), rank == 0).sum().backward()
+    out[rank] = {n: np.asarray(p.grad) for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_parameter_unused_on_one_rank_only_is_averaged_with_zeros(backend):
+    local = [_branch_grads(spx.ones(3, 2) * (r + 1), r == 0) for r in range(2)]
+    out = run_ranks(_unused_on_one_rank, 2, backend=backend)
+    for r in range(2):
+        for name, g0 in local[0].items():
+            want = (g0 + local[1][name]) / 2
+            np.testing.assert_allclose(out[r][name], want, rtol=1e-6, err_msg=name)
+
+
+def _sync_after_ddp_forward_only(rank, out):
+    dist.init_process_group()
+    model = nn.Linear(2, 1)
+    with spx.no_grad():
+        model.weight.fill_(1.0)
+        model.bias.fill_(0.0)
+    ddp = DDP(model)
+    x = spx.ones(1, 2) * (rank + 1)
+    model(x).sum().backward()  # through the inner module: no forward through ddp, local
+    local = np.asarray(model.weight.grad)
+    model.zero_grad(set_to_none=True)
+    y = ddp(x).sum()
+    y.backward(retain_graph=True)  # averaged
+    y.backward()  # a second backward of the same forward: local, added
+    out[rank] = (local, np.asarray(model.weight.grad))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_only_the_first_backward_after_a_ddp_forward_is_averaged(backend):
+    # torch's reducer: prepare_for_backward in DDP.forward arms one averaging.
+    out = run_ranks(_sync_after_ddp_forward_only, 2, backend=backend)
+    for r in range(2):
+        local, twice = out[r]
+        np.testing.assert_allclose(local, np.full((1, 2), r + 1.0))
+        np.testing.assert_allclose(twice, np.full((1, 2), 1.5 + (r + 1.0)))
+
+
 def _buffers_follow_rank0(rank, out):
     dist.init_process_group()
     model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
@@ -319,4 +394,6 @@ def test_forward_broadcasts_rank0_buffers():
 PROCESS_CASES = [
     *[(_train, n, (mode,)) for n in (2, 4) for mode in ("eager", "compiled", "functional")],
     (_accumulate, 2),
+    (_unused_on_one_rank, 2),
+    (_sync_after_ddp_forward_only, 2),
 ]
