@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx._tensor.grad_mode import no_grad
+from spx._tensor.grad_mode import is_grad_enabled, no_grad
 from spx._tensor.tensor import Tensor
 from spx.distributed import functional as F
 from spx.distributed.backend import Work
@@ -71,12 +71,34 @@ def _check_out(x: Any, name: str, fn: str) -> None:
     raise TypeError(f"{fn}: {name} must be an spx.Tensor, got {type(x).__name__}")
 
 
+@jax.custom_vjp
+def _value_passing_gradient(x: Any, value: Any) -> Any:
+    """``value``, differentiated as ``x``: an in-place collective on a tensor with history."""
+    return value
+
+
+def _pass_fwd(x: Any, value: Any) -> tuple[Any, None]:
+    return value, None
+
+
+def _pass_bwd(_: None, g: Any) -> tuple[Any, None]:
+    return g, None
+
+
+_value_passing_gradient.defvjp(_pass_fwd, _pass_bwd)
+
+
 def write(dst: Any, value: Any) -> None:
     """Replace ``dst``'s value with the array ``value`` (same shape), in place."""
     if isinstance(dst, Tensor):
-        if dst._view is None:
+        value = value.astype(dst.dtype) if value.dtype != dst.dtype else value
+        if not dst.is_leaf and dst.requires_grad and is_grad_enabled():
+            # torch keeps the history of a tensor a collective writes into (``y = x * 2;
+            # dist.all_reduce(y)``): gradients pass through the collective unchanged.
+            dst._assign_op(_value_passing_gradient, (), (dst, value))
+        elif dst._view is None:
             # The storage is shared by aliases (``t.data``, ``detach()``): they all see it.
-            dst._data = value.astype(dst.dtype) if value.dtype != dst.dtype else value
+            dst._data = value
         else:  # a view writes through to its base
             with no_grad():
                 dst.copy_(Tensor._of(value))

@@ -17,6 +17,7 @@ import pytest
 
 import spx
 import spx.distributed as dist
+from spx import nn
 from tests.distributed._ranks import run_ranks
 
 
@@ -390,6 +391,32 @@ def test_bucketed_all_reduce_sums_and_scales_each_bucket(backend, nprocs):
 
 
 # One batch of 2 and one of 4 processes runs these, in this order.
+def _in_place_on_history(rank, out):
+    dist.init_process_group()
+    x = spx.tensor([1.0, 2.0], requires_grad=True)
+    y = x * (rank + 1)
+    dist.all_reduce(y)  # torch keeps y's history: the gradient passes through unchanged
+    z = x * 3
+    dist.broadcast(z, 1)
+    (y.sum() + x.sum() + z.sum()).backward()
+    p = nn.Parameter(spx.ones(2) * (rank + 1))
+    dist.all_reduce(p)  # a leaf stays a trainable leaf
+    out[rank] = (np.asarray(y.detach()), y.grad_fn is not None, np.asarray(x.grad), p.is_leaf)
+    out[rank] += (p.requires_grad, np.asarray(p.detach()))
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_in_place_collectives_keep_autograd_history_as_torch(backend):
+    # torch 2.13 (gloo): y = [3, 6] on both ranks, grad_fn kept; x.grad = (rank + 1) + 1 + 3.
+    out = run_ranks(_in_place_on_history, 2, backend=backend)
+    for r in range(2):
+        y, has_history, grad, leaf, trainable, p = out[r]
+        np.testing.assert_array_equal(y, [3.0, 6.0])
+        assert has_history and leaf and trainable
+        np.testing.assert_array_equal(grad, np.full(2, r + 1.0 + 1.0 + 3.0))
+        np.testing.assert_array_equal(p, [3.0, 3.0])
+
+
 PROCESS_CASES = [
     *[(fn, n) for n in (2, 4) for fn in (_all_reduce_every_op, _broadcast_gather_scatter)],
     *[(fn, n) for n in (2, 4) for fn in (_reduce_scatter, _all_to_all, _large_all_reduce)],
@@ -398,4 +425,5 @@ PROCESS_CASES = [
     (_async_then_p2p, 2),
     (_bad_inputs, 2),
     (_mismatch_detail, 2),
+    (_in_place_on_history, 2),
 ]
