@@ -28,6 +28,17 @@ from spx.distributed.collectives import scatter as scatter
 from spx.distributed.collectives import send as send
 from spx.distributed.device_mesh import DeviceMesh as DeviceMesh
 from spx.distributed.device_mesh import init_device_mesh as init_device_mesh
+from spx.distributed.environment import (
+    get_default_backend_for_device as get_default_backend_for_device,
+)
+from spx.distributed.environment import get_node_local_rank as get_node_local_rank
+from spx.distributed.environment import is_backend_available as is_backend_available
+from spx.distributed.environment import is_gloo_available as is_gloo_available
+from spx.distributed.environment import is_mpi_available as is_mpi_available
+from spx.distributed.environment import is_nccl_available as is_nccl_available
+from spx.distributed.environment import is_torchelastic_launched as is_torchelastic_launched
+from spx.distributed.environment import is_ucc_available as is_ucc_available
+from spx.distributed.environment import is_xccl_available as is_xccl_available
 from spx.distributed.process_group import GroupMember as GroupMember
 from spx.distributed.process_group import ProcessGroup as ProcessGroup
 from spx.distributed.process_group import destroy_process_group as destroy_process_group

@@ -163,6 +163,8 @@ class Backend(abc.ABC):
     """
 
     name: str = "base"
+    # torch's ``dist.Backend`` names (``init_process_group(dist.Backend.GLOO)``).
+    UNDEFINED, GLOO, NCCL, UCC, MPI, XCCL = "undefined", "gloo", "nccl", "ucc", "mpi", "xccl"
 
     @property
     def default_name(self) -> str:

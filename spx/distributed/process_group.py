@@ -97,15 +97,22 @@ class ProcessGroup:
         )
 
 
-class GroupMember:
+class _GroupMemberType(type):
+    @property
+    def WORLD(cls) -> ProcessGroup | None:
+        """The calling rank's default group (None before ``init_process_group``)."""
+        return _context.current().group
+
+
+class GroupMember(metaclass=_GroupMemberType):
     """torch's group sentinels.
 
-    ``WORLD`` is None: the default group is per rank thread, so it cannot be a class attribute;
-    every function treats ``group=None`` as the default group, exactly as torch treats WORLD.
-    ``NON_GROUP_MEMBER`` is what :func:`new_group` returns on ranks outside the new group.
+    ``WORLD`` is the calling rank's default group (per rank thread with thread ranks; None
+    before ``init_process_group``); every function treats ``group=None`` as the default group,
+    exactly as torch treats WORLD. ``NON_GROUP_MEMBER`` is what :func:`new_group` returns on
+    ranks outside the new group.
     """
 
-    WORLD: ProcessGroup | None = None
     NON_GROUP_MEMBER: Any = object()
 
 
