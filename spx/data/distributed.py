@@ -3,9 +3,10 @@
 Mirrors ``torch.utils.data.distributed.DistributedSampler`` index for index when
 ``shuffle=False``: the index list is padded by repeating its head (or cut, with
 ``drop_last``) to a multiple of the number of replicas, and rank ``r`` takes
-``indices[r::num_replicas]``. With ``shuffle=True`` the permutation is numpy's
-``default_rng(seed + epoch).permutation(N)`` - reproducible and identical on every rank, but not
-torch's permutation (that needs torch's generator).
+``indices[r::num_replicas]``; with ``shuffle=True`` too: the permutation is torch's
+``randperm(N)`` of a generator seeded with ``seed + epoch``
+(:func:`spx.data.randperm.torch_randperm`), identical on every rank, so a job ported from
+torch reads its samples in torch's order.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Sized
 import numpy as np
 
 from spx import _validate
+from spx.data.randperm import torch_randperm
 from spx.data.sampler import Sampler
 
 
@@ -106,10 +108,7 @@ class DistributedSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
-        if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n)
-        else:
-            indices = np.arange(n)
+        indices = torch_randperm(n, self.seed + self.epoch) if self.shuffle else np.arange(n)
         if self.drop_last:
             indices = indices[: self.total_size]
         elif self.total_size > n:

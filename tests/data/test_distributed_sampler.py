@@ -3,7 +3,6 @@
 import sys
 import types
 
-import numpy as np
 import pytest
 
 import spx
@@ -75,11 +74,25 @@ def test_shuffle_reproducible_differs_per_epoch_and_partitions(drop_last):
     assert other != epoch0[0]
 
 
-def test_shuffle_is_numpy_permutation_of_seed_plus_epoch():
-    s = DistributedSampler(range(8), 2, 1, seed=3)
-    s.set_epoch(4)
-    perm = np.random.default_rng(7).permutation(8).tolist()
-    assert list(s) == perm[1::2]
+@pytest.mark.parametrize("n, replicas", [(8, 2), (10, 3), (7, 4), (1000, 3), (1, 2)])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_shuffled_indices_equal_torch(n, replicas, drop_last):
+    for seed, epoch in ((0, 0), (3, 4), (2**32 + 5, 1)):
+        for rank in range(replicas):
+            ours = DistributedSampler(range(n), replicas, rank, seed=seed, drop_last=drop_last)
+            ref = TorchDistributedSampler(range(n), replicas, rank, seed=seed, drop_last=drop_last)
+            ours.set_epoch(epoch)
+            ref.set_epoch(epoch)
+            assert list(ours) == list(ref), (n, replicas, rank, seed, epoch)
+
+
+def test_torch_randperm_is_torchs_for_a_seeded_generator():
+    from spx.data.randperm import torch_randperm
+
+    for n, seed in ((0, 1), (1, 1), (10, 0), (100, 42), (5000, 2**40 + 1), (3, -1)):
+        g = torch.Generator()
+        g.manual_seed(seed)
+        assert torch_randperm(n, seed).tolist() == torch.randperm(n, generator=g).tolist()
 
 
 @pytest.mark.parametrize("rank", [-1, 4, 5])
