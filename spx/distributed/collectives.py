@@ -34,6 +34,7 @@ import numpy as np
 
 from spx._tensor.grad_mode import is_grad_enabled, no_grad
 from spx._tensor.tensor import Tensor
+from spx._validate import as_int
 from spx.distributed import functional as F
 from spx.distributed.backend import Work
 from spx.distributed.process_group import ProcessGroup, resolve_group, warn_not_in_group
@@ -405,13 +406,22 @@ def all_to_all_single(
     group: ProcessGroup | None = None,
     async_op: bool = False,
 ) -> Work | None:
-    """:func:`all_to_all` on dim 0 of one tensor (torch ``all_to_all_single``), equal splits.
+    """:func:`all_to_all` on dim 0 of one tensor (torch ``all_to_all_single``).
 
-    ``input`` has shape ``(world * n, ...)``; chunk ``j`` goes to rank ``j``, and ``output``
-    (same shape) is overwritten with the chunks received from ranks ``0..world-1``.
+    ``input``'s rows are cut into one chunk per rank — equal chunks, or ``input_split_sizes``
+    rows each — and chunk ``j`` goes to rank ``j``; ``output`` is overwritten with the chunks
+    received from ranks ``0..world-1`` (equal chunks, or ``output_split_sizes`` rows each).
 
-    Raises:
-        NotImplementedError: uneven ``input_split_sizes``/``output_split_sizes``.
+    Uneven splits cost one object exchange first (every rank's sizes, checked to agree: rank
+    ``i``'s ``input_split_sizes[j]`` must be rank ``j``'s ``output_split_sizes[i]``), then one
+    all-to-all of chunks padded to the largest.
+
+    Example:
+        >>> # 2 ranks; rank r sends r + 1 rows to rank 0 and 1 row to rank 1:
+        >>> inp = spx.full((r + 2, 3), float(r))  # doctest: +SKIP
+        >>> out = spx.empty(3 if r == 0 else 2, 3)  # doctest: +SKIP
+        >>> gets = [1, 2] if r == 0 else [1, 1]  # rows from rank 0, rows from rank 1
+        >>> dist.all_to_all_single(out, inp, gets, [r + 1, 1])  # doctest: +SKIP
     """
     _check_out(output, "output", "all_to_all_single")
     pg = F._group(group)
@@ -419,21 +429,63 @@ def all_to_all_single(
     if pg is None:
         return warn_not_in_group("all_to_all_single")
     n = pg.size()
-    chunks = F.split_rows(x, n, "all_to_all_single")
-    k = chunks[0].shape[0]
-    for name, sizes in (("input", input_split_sizes), ("output", output_split_sizes)):
-        if sizes is not None and list(sizes) != [k] * n:
-            raise NotImplementedError(
-                f"all_to_all_single({name}_split_sizes={list(sizes)}): only equal splits are "
-                f"supported ({[k] * n} here); pass None, or pad the chunks to one size"
+    if input_split_sizes is None and output_split_sizes is None:
+        chunks = F.split_rows(x, n, "all_to_all_single")
+        if tuple(output.shape) != tuple(x.shape):
+            raise ValueError(
+                f"all_to_all_single: output has shape {tuple(output.shape)}, expected "
+                f"{tuple(x.shape)} (the shape of input)"
             )
-    if tuple(output.shape) != tuple(x.shape):
+        work = pg.backend.all_to_all(chunks, async_op)
+        return _finish(work, async_op, lambda outs: _single(output)(jnp.concatenate(outs)))
+    sends = _split_sizes(input_split_sizes, x.shape, n, "input")
+    gets = _split_sizes(output_split_sizes, tuple(output.shape), n, "output")
+    if tuple(output.shape[1:]) != tuple(x.shape[1:]):
         raise ValueError(
-            f"all_to_all_single: output has shape {tuple(output.shape)}, expected "
-            f"{tuple(x.shape)} (the shape of input)"
+            f"all_to_all_single: output rows have shape {tuple(output.shape[1:])}, input rows "
+            f"{tuple(x.shape[1:])}; they must match"
         )
+    every = pg.backend.all_gather_object((sends, gets))
+    me = pg.rank()
+    for i, (their_sends, _) in enumerate(every):
+        for j, (_, their_gets) in enumerate(every):
+            if their_sends[j] != their_gets[i]:
+                raise ValueError(
+                    f"all_to_all_single: group rank {i} sends {their_sends[j]} rows to group "
+                    f"rank {j} (input_split_sizes), which expects {their_gets[i]} from it "
+                    "(output_split_sizes); make each rank's output_split_sizes[i] equal rank "
+                    "i's input_split_sizes for it"
+                )
+    rows = max(max(sizes) for sizes, _ in every)
+    starts = np.concatenate([[0], np.cumsum(sends)])
+    pad = [(0, 0)] * (x.ndim - 1)
+    chunks = [jnp.pad(x[starts[j] : starts[j + 1]], [(0, rows - sends[j]), *pad]) for j in range(n)]
     work = pg.backend.all_to_all(chunks, async_op)
-    return _finish(work, async_op, lambda outs: _single(output)(jnp.concatenate(outs)))
+
+    def fill(outs: list[Any]) -> list[Any]:
+        got = [o[: every[i][0][me]] for i, o in enumerate(outs)]
+        return _single(output)(jnp.concatenate(got))
+
+    return _finish(work, async_op, fill)
+
+
+def _split_sizes(sizes: Sequence[int] | None, shape: tuple, n: int, what: str) -> list[int]:
+    """Each rank's rows of a tensor of ``shape``: ``sizes``, or equal chunks if None."""
+    rows = shape[0] if shape else 0
+    if sizes is None:
+        if not shape or rows % n:
+            raise ValueError(
+                f"all_to_all_single: {what} has shape {shape}; without {what}_split_sizes its "
+                f"dim 0 must split into {n} equal chunks (one per rank)"
+            )
+        return [rows // n] * n
+    sizes = [as_int(s, f"{what}_split_sizes entry", "all_to_all_single", minimum=0) for s in sizes]
+    if len(sizes) != n or sum(sizes) != rows:
+        raise ValueError(
+            f"all_to_all_single: {what}_split_sizes={sizes} must have one entry per rank ({n}) "
+            f"summing to {what}'s dim 0 ({rows})"
+        )
+    return sizes
 
 
 def gather(

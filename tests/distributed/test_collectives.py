@@ -333,6 +333,37 @@ def test_all_to_all(backend, nprocs):
         np.testing.assert_array_equal(np.stack(waited), np.stack(want))
 
 
+def _rows(i: int, j: int) -> int:
+    """Rows group rank i sends to group rank j in the uneven all_to_all_single (0 included)."""
+    return (i + 2 * j) % 3
+
+
+def _uneven_all_to_all_single(rank, out):
+    dist.init_process_group()
+    n = dist.get_world_size()
+    sends = [_rows(rank, j) for j in range(n)]
+    gets = [_rows(i, rank) for i in range(n)]
+    values = [rank * 100.0 + j * 10 + k for j in range(n) for k in range(sends[j])]
+    x = spx.tensor(values).reshape(-1, 1).expand(-1, 2).contiguous()
+    y = spx.zeros(sum(gets), 2)
+    dist.all_to_all_single(y, x, gets, sends)
+    z = spx.zeros(sum(gets), 2)
+    dist.all_to_all_single(z, x, gets, sends, async_op=True).wait()
+    with pytest.raises(ValueError, match="expects"):  # every rank sees the mismatch
+        dist.all_to_all_single(spx.zeros(sum(gets) + 1, 2), x, [*gets[:-1], gets[-1] + 1], sends)
+    out[rank] = (np.asarray(y), np.asarray(z))
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 2), ("process", 2), ("process", 4)])
+def test_all_to_all_single_with_uneven_splits(backend, nprocs):
+    out = run_ranks(_uneven_all_to_all_single, nprocs, backend=backend)
+    for j in range(nprocs):
+        want = [i * 100.0 + j * 10 + k for i in range(nprocs) for k in range(_rows(i, j))]
+        want = np.repeat(np.array(want, np.float32).reshape(-1, 1), 2, axis=1)
+        np.testing.assert_array_equal(out[j][0], want)
+        np.testing.assert_array_equal(out[j][1], want)
+
+
 def _large_all_reduce(rank, out):
     # 4 MiB per rank: across processes, past the size where SUM/AVG/MIN/MAX switch from
     # gather-and-fold to XLA's ring collectives (psum/pmin/pmax).
@@ -426,4 +457,5 @@ PROCESS_CASES = [
     (_bad_inputs, 2),
     (_mismatch_detail, 2),
     (_in_place_on_history, 2),
+    *[(_uneven_all_to_all_single, n) for n in (2, 4)],
 ]
