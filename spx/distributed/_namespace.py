@@ -9,14 +9,12 @@ from spx.distributed.backend import Work as Work
 from spx.distributed.collectives import P2POp as P2POp
 from spx.distributed.collectives import all_gather as all_gather
 from spx.distributed.collectives import all_gather_into_tensor as all_gather_into_tensor
-from spx.distributed.collectives import all_gather_object as all_gather_object
 from spx.distributed.collectives import all_reduce as all_reduce
 from spx.distributed.collectives import all_to_all as all_to_all
 from spx.distributed.collectives import all_to_all_single as all_to_all_single
 from spx.distributed.collectives import barrier as barrier
 from spx.distributed.collectives import batch_isend_irecv as batch_isend_irecv
 from spx.distributed.collectives import broadcast as broadcast
-from spx.distributed.collectives import broadcast_object_list as broadcast_object_list
 from spx.distributed.collectives import gather as gather
 from spx.distributed.collectives import irecv as irecv
 from spx.distributed.collectives import isend as isend
@@ -39,6 +37,12 @@ from spx.distributed.environment import is_nccl_available as is_nccl_available
 from spx.distributed.environment import is_torchelastic_launched as is_torchelastic_launched
 from spx.distributed.environment import is_ucc_available as is_ucc_available
 from spx.distributed.environment import is_xccl_available as is_xccl_available
+from spx.distributed.object_collectives import all_gather_object as all_gather_object
+from spx.distributed.object_collectives import broadcast_object_list as broadcast_object_list
+from spx.distributed.object_collectives import gather_object as gather_object
+from spx.distributed.object_collectives import recv_object_list as recv_object_list
+from spx.distributed.object_collectives import scatter_object_list as scatter_object_list
+from spx.distributed.object_collectives import send_object_list as send_object_list
 from spx.distributed.process_group import GroupMember as GroupMember
 from spx.distributed.process_group import ProcessGroup as ProcessGroup
 from spx.distributed.process_group import destroy_process_group as destroy_process_group

@@ -560,33 +560,6 @@ def barrier(
     return work if async_op else work.wait()
 
 
-def all_gather_object(object_list: list[Any], obj: Any, group: ProcessGroup | None = None) -> None:
-    """Fill ``object_list`` with every rank's picklable ``obj`` (torch ``all_gather_object``)."""
-    pg = F._group(group)
-    if pg is None:
-        return warn_not_in_group("all_gather_object")
-    F.check_len(object_list, pg, "object_list")
-    object_list[:] = pg.backend.all_gather_object(obj)
-    return None
-
-
-def broadcast_object_list(
-    object_list: list[Any],
-    src: int | None = None,
-    group: ProcessGroup | None = None,
-    device: Any = None,
-    group_src: int | None = None,
-) -> None:
-    """Replace ``object_list``'s items with ``src``'s (torch ``broadcast_object_list``)."""
-    pg = F._group(group)
-    if pg is None:
-        return warn_not_in_group("broadcast_object_list")
-    peer = F.peer(pg, src, group_src, "src")
-    mine = list(object_list) if pg.rank() == peer else None
-    object_list[:] = pg.backend.all_gather_object(mine)[peer]
-    return None
-
-
 # --- point to point ------------------------------------------------------------------------------
 # Hot path of user-level p2p: keep the checks to a few attribute reads and dict lookups. (The
 # pipeline runtime moves arrays through its own transport, not through these.)

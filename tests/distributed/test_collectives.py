@@ -364,6 +364,39 @@ def test_all_to_all_single_with_uneven_splits(backend, nprocs):
         np.testing.assert_array_equal(out[j][1], want)
 
 
+def _object_ops(rank, out):
+    dist.init_process_group()
+    n = dist.get_world_size()
+    gathered = [None] * n if rank == 1 else None
+    dist.gather_object({"rank": rank}, gathered, dst=1)
+    got = [None]
+    dist.scatter_object_list(got, [f"to {r}" for r in range(n)] if rank == 0 else None, src=0)
+    if rank != 1:
+        with pytest.raises(ValueError, match="must NOT be specified"):
+            dist.gather_object(rank, [None] * n, dst=1)
+    received, sender = [None, None], None
+    if rank == 0:
+        dist.send_object_list([("a", 1), {"b": np.arange(3)}], dst=n - 1)
+    elif rank == n - 1:
+        sender = dist.recv_object_list(received, src=0)
+    out[rank] = (gathered, got[0], received[0], sender)
+    out[rank] += (None if received[1] is None else received[1]["b"].tolist(),)
+
+
+@pytest.mark.parametrize(("backend", "nprocs"), [("thread", 3), ("process", 2)])
+def test_gather_scatter_send_and_recv_objects(backend, nprocs):
+    # torch's contracts: dst's list filled; each rank's own item; the sender's rank returned.
+    out = run_ranks(_object_ops, nprocs, backend=backend)
+    for r in range(nprocs):
+        gathered, scattered, first, sender, second = out[r]
+        assert gathered == ([{"rank": q} for q in range(nprocs)] if r == 1 else None)
+        assert scattered == f"to {r}"
+        if r == nprocs - 1:
+            assert (first, sender, second) == (("a", 1), 0, [0, 1, 2])
+        else:
+            assert (first, sender) == (None, None)
+
+
 def _large_all_reduce(rank, out):
     # 4 MiB per rank: across processes, past the size where SUM/AVG/MIN/MAX switch from
     # gather-and-fold to XLA's ring collectives (psum/pmin/pmax).
@@ -458,4 +491,5 @@ PROCESS_CASES = [
     (_mismatch_detail, 2),
     (_in_place_on_history, 2),
     *[(_uneven_all_to_all_single, n) for n in (2, 4)],
+    (_object_ops, 2),
 ]
