@@ -10,16 +10,24 @@ numpy, or ahead of time.
 
 The protocol copies torch's ``_MultiProcessingDataLoaderIter``: tasks are handed to workers
 round-robin with at most ``prefetch_factor * num_workers`` in flight, every task gets exactly
-one reply, and replies are put back in sampler order. Differences from torch worth knowing:
-workers share the dataset object (``get_worker_info().dataset`` is the loader's dataset, not a
-copy), and Python's ``random``/``numpy.random`` global states are shared, so per-worker
-randomness should come from ``get_worker_info().seed`` (spx's own generator is seeded per
-worker, as torch seeds its generator in each worker).
+one reply, and replies are put back in sampler order.
+
+Each worker loads from its own shallow copy of the dataset (``copy.copy``, made when the
+worker starts, as torch's worker processes each get their own copy): torch's recipe of
+sharding an ``IterableDataset`` by rewriting ``get_worker_info().dataset.start``/``end`` in
+``worker_init_fn``, an iterator position kept in ``self``, or a counter in ``__getitem__``
+stay per worker and never reach the loader's dataset. Being shallow, the copies share what
+the attributes point to (arrays, lists): a worker that changes one of those in place changes
+it for all. Differences from torch worth knowing: Python's ``random``/``numpy.random``
+global states are shared by the threads, so per-worker randomness should come from
+``get_worker_info().seed`` (spx's own generator is seeded per worker, as torch seeds its
+generator in each worker).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import queue
 import threading
@@ -28,6 +36,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from spx import _context
 from spx._tensor import program
@@ -49,7 +59,8 @@ class WorkerInfo:
         num_workers: how many workers the loader runs.
         seed: this worker's seed (the loader's base seed + id); spx's global generator in the
             worker thread is seeded with it.
-        dataset: the loader's dataset (shared by all workers: they are threads).
+        dataset: this worker's shallow copy of the loader's dataset (torch: the worker
+            process's copy).
     """
 
     id: int
@@ -96,7 +107,7 @@ def _worker_loop(
     info: WorkerInfo,
     ctx: _context.RankContext,
     init_fn: Callable[[int], None] | None,
-    make_fetcher: Callable[[], Any],
+    make_fetcher: Callable[[Any], Any],
     pool_state: _PoolState,
     tasks: queue.SimpleQueue,
     results: queue.SimpleQueue,
@@ -122,7 +133,7 @@ def _worker_loop(
             continue
         try:
             if gen != fetcher_gen:  # a new epoch: iterable datasets restart their stream
-                fetcher, fetcher_gen = make_fetcher(), gen
+                fetcher, fetcher_gen = make_fetcher(info.dataset), gen
             payload = to_jax(fetcher.fetch(index), target)
         except StopIteration as e:
             if isinstance(fetcher, IterableFetcher):
@@ -133,6 +144,18 @@ def _worker_loop(
             e.add_note(f"(raised in DataLoader worker {info.id})")
             payload = _Failure(e, info.id)
         results.put((gen, idx, payload))
+
+
+def _own(dataset: Any) -> Any:
+    """A worker's shallow copy of ``dataset``: of an object with attributes (a Dataset
+    class's instance); an array, tensor or container is shared (copying would duplicate its
+    data, and a worker has no attribute of it to rebind), as is an object refusing copies."""
+    if not hasattr(dataset, "__dict__") or isinstance(dataset, np.ndarray):
+        return dataset
+    try:
+        return copy.copy(dataset)
+    except Exception:  # an object that refuses copying: share it, as before
+        return dataset
 
 
 class _PoolState:
@@ -149,7 +172,8 @@ class WorkerPool:
     Args:
         num_workers: number of threads.
         dataset: the loader's dataset (for :class:`WorkerInfo`).
-        make_fetcher: builds a fetcher; called in the worker at the start of each epoch.
+        make_fetcher: builds a fetcher over a dataset; called in the worker at the start of
+            each epoch with the worker's copy.
         worker_init_fn: called once per worker with its id, in the worker.
         base_seed: worker ``i`` gets seed ``base_seed + i``.
     """
@@ -158,7 +182,7 @@ class WorkerPool:
         self,
         num_workers: int,
         dataset: Any,
-        make_fetcher: Callable[[], Any],
+        make_fetcher: Callable[[Any], Any],
         worker_init_fn: Callable[[int], None] | None,
         base_seed: int,
     ) -> None:
@@ -170,7 +194,7 @@ class WorkerPool:
         self.threads = []
         for i in range(num_workers):
             seed = (base_seed + i) % 2**64
-            info = WorkerInfo(id=i, num_workers=num_workers, seed=seed, dataset=dataset)
+            info = WorkerInfo(id=i, num_workers=num_workers, seed=seed, dataset=_own(dataset))
             # Workers belong to the rank that iterates the loader: same device, group and
             # per-rank storage; their own RNG seed.
             ctx = _context.RankContext(

@@ -229,17 +229,19 @@ class DataLoader:
     def _index_sampler(self) -> Any:
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def _make_fetcher(self) -> Callable[[], Any]:
+    def _make_fetcher(self) -> Callable[[Any], Any]:
+        """A fetcher factory, called with the dataset (a worker passes its own copy)."""
         # A partial over plain values: worker threads must not hold the loader itself.
         if self._iterable:
             return functools.partial(
                 IterableFetcher,
-                self.dataset,
-                self._auto_collation,
-                self.collate_fn,
-                self.drop_last,
+                auto_collation=self._auto_collation,
+                collate_fn=self.collate_fn,
+                drop_last=self.drop_last,
             )
-        return functools.partial(MapFetcher, self.dataset, self._auto_collation, self.collate_fn)
+        return functools.partial(
+            MapFetcher, auto_collation=self._auto_collation, collate_fn=self.collate_fn
+        )
 
     def _base_seed(self) -> int:
         if self.generator is None:
@@ -265,7 +267,7 @@ class DataLoader:
         target = resolve_target(self.device)
         index_iter = iter(self._index_sampler)
         if self.num_workers == 0:
-            return _single_thread_iter(self._make_fetcher()(), index_iter, target)
+            return _single_thread_iter(self._make_fetcher()(self.dataset), index_iter, target)
         if self.persistent_workers:
             if self._pool is None:
                 self._pool = self._new_pool()

@@ -1,5 +1,6 @@
 """DataLoader with worker threads: same batches as num_workers=0, clean shutdown, torch's rules."""
 
+import math
 import threading
 import time
 
@@ -114,7 +115,9 @@ def test_worker_init_fn_and_worker_info(no_leaked_threads):
     assert set(infos) == {0, 1}
     seeds = set()
     for wid, (info, spx_seed, _) in infos.items():
-        assert info.id == wid and info.num_workers == 2 and info.dataset is probe
+        # the worker's own copy, as torch's worker process has its own
+        assert info.id == wid and info.num_workers == 2 and type(info.dataset) is Probe
+        assert info.dataset is not probe
         assert spx_seed == info.seed  # spx's generator in the worker is seeded per worker
         seeds.add(info.seed)
     assert len(seeds) == 2
@@ -266,3 +269,65 @@ def test_timeout_is_honoured_even_while_a_worker_is_stuck(no_leaked_threads):
     finally:
         release.set()  # let the worker finish its item and exit (no thread is left behind)
     assert 0.45 <= elapsed < 3.0, elapsed  # the old code took ~5.5 s; slack for a loaded machine
+
+
+class _Range(IterableDataset):
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        return iter(range(self.start, self.end))
+
+
+def _shard(worker_id):
+    # torch's documented recipe: worker_init_fn rewrites its worker's dataset's bounds.
+    info = get_worker_info()
+    d = info.dataset
+    per = math.ceil((d.end - d.start) / info.num_workers)
+    d.start = d.start + info.id * per
+    d.end = min(d.start + per, d.end)
+
+
+class _Positioned(IterableDataset):  # keeps its position in self
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        self.i = 0
+        while self.i < 4:
+            yield self.i
+            self.i += 1
+
+
+class _Counting(Dataset):
+    def __init__(self):
+        self.calls = 0
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        self.calls += 1
+        return i
+
+
+# torch 2.13's results (each worker process has its own copy of the dataset): every element
+# once, the loader's dataset untouched (a later single-process pass reads all of it, and the
+# counter stays 0).
+@pytest.mark.parametrize(
+    "dataset, kw, batches, calls",
+    [
+        (_Range(3, 7), {"worker_init_fn": _shard}, [[3], [4], [5], [6]], None),
+        (_Positioned(), {}, [[0], [0], [1], [1], [2], [2], [3], [3]], None),
+        (_Counting(), {"batch_size": 2}, [[0, 1], [2, 3], [4, 5]], 0),
+    ],
+)
+def test_each_worker_loads_from_its_own_copy_of_the_dataset_as_torch(
+    dataset, kw, batches, calls, no_leaked_threads
+):
+    got = sorted(b.tolist() for b in DataLoader(dataset, num_workers=2, **kw))
+    assert got == batches
+    assert getattr(dataset, "calls", None) == calls
+    if isinstance(dataset, _Range):
+        assert (dataset.start, dataset.end) == (3, 7)
+        assert sorted(b.tolist() for b in DataLoader(dataset)) == [[3], [4], [5], [6]]
