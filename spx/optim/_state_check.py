@@ -103,7 +103,7 @@ def check_state(
     cls = type(optimizer).__name__
     problems: list[str] = []
     for param, (index, name, entries) in loaded.items():
-        if param.is_uninitialized:
+        if getattr(param, "is_uninitialized", False):  # a plain tensor is never lazy
             continue  # a lazy parameter: its shape comes later
         spec = optimizer._state_spec(param, groups[id(param)])
         if spec is None:

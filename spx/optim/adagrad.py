@@ -83,7 +83,7 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                if not p.is_uninitialized:  # a lazy parameter gets its state on its first step
+                if not getattr(p, "is_uninitialized", False):  # a lazy parameter: on its first step
                     self.state[p] = self._init_state(p._data, group)
 
     def _check_group(self, group: dict[str, Any]) -> None:

@@ -221,3 +221,35 @@ def test_state_dict_values_are_tensor_copies():
     for key in ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
         assert isinstance(saved[key], spx.Tensor), key
         assert saved[key]._data is not spx_opt.state[spx_params[0]][key]
+
+
+_OPTIMIZERS = [
+    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop",
+    "ASGD",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _OPTIMIZERS)
+def test_every_optimizer_takes_plain_leaves_and_reloads_their_state_like_torch(name):
+    # Adagrad's constructor and load_state_dict read a Parameter-only attribute of plain leaves.
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal((4, 3)).astype(np.float32)
+    tw, sw = torch.tensor(w0, requires_grad=True), spx.tensor(w0, requires_grad=True)
+    kwargs = {} if name in ("Adadelta", "Rprop") else {"lr": 1e-2}
+    topt = getattr(torch.optim, name)([tw], **kwargs)
+    sopt = getattr(spx.optim, name)([sw], **kwargs)
+    xs = [rng.standard_normal((8, 4)).astype(np.float32) for _ in range(5)]
+    for i, x in enumerate(xs):
+        if i == 3:  # a new optimizer resumes from the saved state, as after a restart
+            saved_t, saved_s = topt.state_dict(), sopt.state_dict()
+            topt = getattr(torch.optim, name)([tw], **kwargs)
+            sopt = getattr(spx.optim, name)([sw], **kwargs)
+            topt.load_state_dict(saved_t)
+            sopt.load_state_dict(saved_s)
+        for w, opt, lib in ((tw, topt, torch), (sw, sopt, spx)):
+            opt.zero_grad()
+            ((lib.from_numpy(x) @ w).tanh() ** 2).mean().backward()
+            opt.step()
+        np.testing.assert_allclose(
+            sw.detach().numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{name} {i}"
+        )
