@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from spx.data.collate import default_collate
+from spx.data.collate import collate_numpy
 
 
 class MapFetcher:
     """Fetch from a map-style dataset: ``collate_fn([dataset[i] for i in batch_indices])``.
 
-    When the collate function is :func:`default_collate` and the dataset can answer a whole
-    batch (``_spx_fetch_batch``, e.g. :class:`TensorDataset`), the batch is one fancy-index per
-    array instead of a Python loop plus a stack; the result is the same arrays.
+    When the collate function is :func:`collate_numpy` (the default) and the dataset can answer
+    a whole batch (``_spx_fetch_batch``, e.g. :class:`TensorDataset`), the batch is one
+    fancy-index per array instead of a Python loop plus a stack; the result is the same arrays.
 
     Args:
         dataset: a map-style dataset.
@@ -33,7 +33,7 @@ class MapFetcher:
         self.collate_fn = collate_fn
         self._batch_fast_path = (
             auto_collation
-            and collate_fn is default_collate
+            and collate_fn is collate_numpy
             and callable(getattr(dataset, "_spx_fetch_batch", None))
         )
         getitems = getattr(dataset, "__getitems__", None)

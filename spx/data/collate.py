@@ -1,9 +1,9 @@
-"""Collation: a list of samples becomes one batch, in numpy.
+"""Collation: a list of samples becomes one batch.
 
-Mirrors ``torch.utils.data.default_collate`` / ``default_convert`` with numpy arrays where torch
-has tensors. Collation stays in numpy on purpose: stacking is one C call that releases the GIL
-(so worker threads overlap), and the DataLoader then moves each batch leaf to the device in a
-single transfer.
+``default_collate`` / ``default_convert`` mirror torch's and give Tensors; the DataLoader runs
+their numpy halves, ``collate_numpy`` / ``convert_numpy``. Collation stays in numpy on
+purpose: stacking is one C call that releases the GIL (so worker threads overlap), and the
+DataLoader then moves each batch leaf to the device in a single transfer.
 
 Dtypes. Arrays keep their dtype (the device transfer then applies JAX's rules: with x64 off,
 the JAX default, int64 becomes int32 and float64 becomes float32). Python numbers become the
@@ -77,8 +77,9 @@ def _is_array(x: Any) -> bool:
     )
 
 
-def default_collate(batch: Sequence[Any]) -> Any:
-    """Batch a list of samples (mirrors ``torch.utils.data.default_collate``).
+def collate_numpy(batch: Sequence[Any]) -> Any:
+    """Batch a list of samples in numpy: :func:`default_collate` before the transfer (the
+    DataLoader's default, which moves each leaf to the device in one transfer).
 
     Samples are walked recursively: arrays are stacked on a new first axis, numbers become 1-D
     arrays, strings stay a list, dicts/namedtuples keep their type, lists are transposed (a
@@ -92,7 +93,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
 
     Example:
         >>> import numpy as np
-        >>> b = default_collate([(np.zeros(3), 1), (np.ones(3), 2)])
+        >>> b = collate_numpy([(np.zeros(3), 1), (np.ones(3), 2)])
         >>> b[0].shape, b[1].tolist()
         ((2, 3), [1, 2])
     """
@@ -124,10 +125,10 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, str | bytes):
         return batch  # as torch: the list given, or a field's tuple
     if isinstance(elem, collections.abc.Mapping):
-        out = {key: default_collate([d[key] for d in batch]) for key in elem}
+        out = {key: collate_numpy([d[key] for d in batch]) for key in elem}
         return _rebuild_mapping(elem, out)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch, strict=True)))
+        return type(elem)(*(collate_numpy(list(s)) for s in zip(*batch, strict=True)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         for i, sample in enumerate(batch):
@@ -137,7 +138,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
                     f"{len(sample)}; each element in list of batch should be of equal size"
                 )
         # Each field is collated as the tuple zip makes (torch's: strings stay that tuple).
-        fields = [default_collate(s) for s in zip(*batch, strict=True)]
+        fields = [collate_numpy(s) for s in zip(*batch, strict=True)]
         if isinstance(elem, tuple):
             return fields  # torch returns a list here, for backward compatibility
         return _rebuild_sequence(elem, fields)
@@ -168,10 +169,10 @@ def _rebuild_sequence(elem: Sequence[Any], fields: list[Any]) -> Any:
         return fields
 
 
-def default_convert(data: Any) -> Any:
-    """Convert one unbatched sample's numpy scalars to 0-d arrays, recursively.
-
-    Mirrors ``torch.utils.data.default_convert``, the collate_fn used with ``batch_size=None``.
+def convert_numpy(data: Any) -> Any:
+    """Convert one unbatched sample's numpy scalars to 0-d arrays, recursively: what
+    :func:`default_convert` does before the transfer (the DataLoader's ``batch_size=None``
+    default).
     Python numbers and strings are left alone, as in torch.
 
     Args:
@@ -182,7 +183,7 @@ def default_convert(data: Any) -> Any:
 
     Example:
         >>> import numpy as np
-        >>> default_convert({"x": np.float32(1.5)})["x"].shape
+        >>> convert_numpy({"x": np.float32(1.5)})["x"].shape
         ()
     """
     if isinstance(data, np.generic) and is_numeric(data.dtype):
@@ -190,14 +191,46 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, np.ndarray | str | bytes) or _is_array(data):
         return data
     if isinstance(data, collections.abc.Mapping):
-        return _rebuild_mapping(data, {k: default_convert(v) for k, v in data.items()})
+        return _rebuild_mapping(data, {k: convert_numpy(v) for k, v in data.items()})
     if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
+        return type(data)(*(convert_numpy(d) for d in data))
     if isinstance(data, tuple):
-        return [default_convert(d) for d in data]
+        return [convert_numpy(d) for d in data]
     if isinstance(data, collections.abc.Sequence):
-        return _rebuild_sequence(data, [default_convert(d) for d in data])
+        return _rebuild_sequence(data, [convert_numpy(d) for d in data])
     return data
 
 
 CollateFn = Callable[[list[Any]], Any]
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Batch a list of samples into Tensors (mirrors ``torch.utils.data.default_collate``).
+
+    :func:`collate_numpy`'s batch with every numeric leaf an ``spx.Tensor`` on the default
+    device, for a custom ``collate_fn`` that calls it and uses the result as tensors
+    (``x, y = default_collate(batch); return x.float(), y``).
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = default_collate([(np.zeros(3, np.float32), 1), (np.ones(3, np.float32), 2)])
+        >>> type(x).__name__, tuple(x.shape), y.tolist()
+        ('Tensor', (2, 3), [1, 2])
+    """
+    from spx.data._transfer import to_jax  # (it imports this module)
+
+    return to_jax(collate_numpy(batch), None)
+
+
+def default_convert(data: Any) -> Any:
+    """One unbatched sample with numpy arrays and scalars as Tensors, recursively (mirrors
+    ``torch.utils.data.default_convert``); Python numbers and strings are left alone.
+
+    Example:
+        >>> import numpy as np
+        >>> type(default_convert({"x": np.float32(1.5)})["x"]).__name__
+        'Tensor'
+    """
+    from spx.data._transfer import to_jax
+
+    return to_jax(convert_numpy(data), None)

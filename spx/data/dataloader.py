@@ -19,7 +19,7 @@ from spx._tensor import program
 from spx.data._fetch import IterableFetcher, MapFetcher
 from spx.data._transfer import DeviceLike, resolve_target, to_jax
 from spx.data._workers import ThreadedLoaderIter, WorkerPool
-from spx.data.collate import default_collate, default_convert
+from spx.data.collate import collate_numpy, convert_numpy, default_collate, default_convert
 from spx.data.dataset import Dataset, IterableDataset
 from spx.data.sampler import (
     BatchSampler,
@@ -107,7 +107,7 @@ class DataLoader:
         batch_sampler: yields lists of indices; excludes batch_size, shuffle, sampler and
             drop_last.
         num_workers: loading threads; 0 loads in the iterating thread.
-        collate_fn: list of samples -> batch; default :func:`default_collate` (numpy).
+        collate_fn: list of samples -> batch; default :func:`default_collate` (run in numpy).
         pin_memory: accepted for compatibility; JAX manages host staging, so it has no effect.
         drop_last: drop the last incomplete batch.
         timeout: seconds to wait for a batch from the workers (needs ``num_workers > 0``).
@@ -209,7 +209,11 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.device = device
         if collate_fn is None:
-            collate_fn = default_collate if self._auto_collation else default_convert
+            collate_fn = collate_numpy if self._auto_collation else convert_numpy
+        elif collate_fn is default_collate or collate_fn is default_convert:
+            # torch's own functions, named explicitly: their numpy halves give the same batch
+            # with one transfer per leaf (the loader moves every leaf to the device).
+            collate_fn = collate_numpy if collate_fn is default_collate else convert_numpy
         self.collate_fn = collate_fn
         self._pool: WorkerPool | None = None
         self._initialized = True

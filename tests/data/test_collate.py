@@ -1,4 +1,5 @@
-"""default_collate / default_convert against torch's (values, structure, documented dtypes)."""
+"""default_collate / default_convert against torch's (Tensors, values, structure, documented
+dtypes)."""
 
 import collections
 
@@ -7,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import spx
 from spx.data import default_collate, default_convert
 
 torch = pytest.importorskip("torch")
@@ -17,10 +19,10 @@ Point = collections.namedtuple("Point", ["x", "y"])
 
 
 def _assert_same(ours, ref):
-    """Same structure and values; tensors compare to numpy arrays."""
+    """Same structure and values; torch's tensors are spx Tensors here."""
     if isinstance(ref, torch.Tensor):
-        assert isinstance(ours, np.ndarray), type(ours)
-        np.testing.assert_array_equal(ours, ref.numpy())
+        assert isinstance(ours, spx.Tensor), type(ours)
+        np.testing.assert_array_equal(np.asarray(ours), ref.numpy())
         assert ours.shape == tuple(ref.shape)
     elif isinstance(ref, dict):
         assert type(ours) is type(ref) and list(ours) == list(ref)
@@ -60,11 +62,12 @@ def test_nested_batch_equals_torch():
 
 def test_dtypes_follow_documented_rules():
     b = default_collate(_samples())
-    assert b["x"].dtype == np.float32  # arrays keep their dtype
-    assert b["pair"][0].dtype == np.int64 and b["pair"][1].dtype == np.int16  # numpy scalars too
+    x64 = jax.config.jax_enable_x64
+    assert b["x"].dtype == np.float32  # arrays keep their dtype (64-bit ones: spx's width)
+    assert b["pair"][0].dtype == (np.int64 if x64 else np.int32)
+    assert b["pair"][1].dtype == np.int16  # numpy scalars too
     assert b["flag"].dtype == np.bool_
     # Python numbers take JAX's default widths (torch: int64 / float64).
-    x64 = jax.config.jax_enable_x64
     assert b["label"].dtype == (np.int64 if x64 else np.int32)
     assert b["w"].dtype == (np.float64 if x64 else np.float32)
     assert b["label"].dtype == jnp.asarray(1).dtype and b["w"].dtype == jnp.asarray(1.0).dtype
@@ -79,7 +82,7 @@ def test_mapping_and_sequence_types_kept():
 
 def test_jax_arrays_are_stacked():
     out = default_collate([jnp.ones((2,)), jnp.zeros((2,))])
-    assert isinstance(out, np.ndarray) and out.shape == (2, 2)
+    assert isinstance(out, spx.Tensor) and out.shape == (2, 2)
     np.testing.assert_array_equal(out, [[1, 1], [0, 0]])
 
 
@@ -121,8 +124,6 @@ def test_default_convert_equals_torch():
 
 
 def test_strings_in_tuples_bfloat16_and_tensors_that_require_grad_as_torch():
-    import spx
-
     samples = [("a", 1, np.str_("x")), ("b", 2, np.str_("y"))]
     _assert_same(default_collate(samples), torch_collate(samples))  # string fields: tuples
     assert default_collate(["a", "b"]) == torch_collate(["a", "b"]) == ["a", "b"]
@@ -136,3 +137,16 @@ def test_strings_in_tuples_bfloat16_and_tensors_that_require_grad_as_torch():
         batch = collate([p, p * 3])  # torch stacks: the batch stays in the graph
         (batch**2).sum().backward()
         np.testing.assert_allclose(np.asarray(p.grad), [20.0, 40.0])
+
+
+def test_a_collate_fn_built_on_default_collate_uses_tensors_as_torch():
+    def collate(batch):  # a torch script's custom collate_fn
+        x, y = default_collate(batch)
+        return x.float() * 2, y.to("cpu")
+
+    samples = [(np.full(3, i, np.float32), i) for i in range(4)]
+    x, y = next(iter(spx.data.DataLoader(samples, batch_size=4, collate_fn=collate)))
+    np.testing.assert_array_equal(np.asarray(x), np.repeat(np.arange(4.0), 3).reshape(4, 3) * 2)
+    assert y.tolist() == [0, 1, 2, 3]
+    loader = spx.data.DataLoader(samples, batch_size=2, collate_fn=default_collate)
+    assert [b[1].tolist() for b in loader] == [[0, 1], [2, 3]]
