@@ -280,3 +280,27 @@ def test_validation():
         s(x, jnp.ones((S, N, 4)), jnp.ones((S + 1, N, 8)))
     with pytest.raises(RuntimeError, match="3-D"):
         s(x, jnp.ones((S, 4)), jnp.ones((S, 8)))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_backward_through_the_weights_alone_leaves_out_proj_grad_none(compiled):
+    # torch's graph connects out_proj to the output only: a loss on the attention weights
+    # leaves its .grad None (spx gave zeros, which AdamW's weight decay then moved).
+    t, s = _pair()
+    q = _rand((L, N, E), 0)
+    t(torch.from_numpy(q), torch.from_numpy(q), torch.from_numpy(q))[1].pow(2).sum().backward()
+
+    def loss(m, x):
+        return m(x, x, x)[1].pow(2).sum()
+
+    run = spx.compile(lambda m, x: loss(m, x).backward()) if compiled else None
+    if compiled:
+        run(s, spx.from_numpy(q))
+    else:
+        loss(s, spx.from_numpy(q)).backward()
+    for (name, tp), sp in zip(t.named_parameters(), s.parameters(), strict=True):
+        if tp.grad is None:
+            assert sp.grad is None, name
+        else:
+            np.testing.assert_allclose(host(sp.grad), tp.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert t.out_proj.weight.grad is None  # the case this test is about

