@@ -42,12 +42,14 @@ from spx._tensor.legacy_types import set_default_tensor_type as set_default_tens
 from spx._tensor.printing import set_printoptions as set_printoptions
 from spx._tensor.tensor import Tensor as Tensor
 from spx._tensor.tensor import is_tensor as is_tensor
+from spx.amp import GradScaler as GradScaler
 from spx.amp import autocast as autocast
 from spx.amp import get_autocast_dtype as get_autocast_dtype
 from spx.amp import is_autocast_enabled as is_autocast_enabled
 from spx.autograd.functional import backward as backward
 from spx.autograd.functional import grad as grad
 from spx.autograd.functional import value_and_grad as value_and_grad
+from spx.constants import *  # noqa: F403 - pi, inf, nan, memory formats: spx.constants.__all__
 from spx.determinism import (
     are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
 )

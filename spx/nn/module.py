@@ -528,12 +528,21 @@ class Module:
         """Move and/or cast: ``to(dtype)``, ``to(device)``, ``to("cpu")``, ``to(device, dtype)``.
 
         Casting touches floating-point parameters and buffers only, as in torch.
+        ``memory_format`` is accepted and changes nothing (XLA picks layouts: see
+        :mod:`spx.constants`).
         """
         from spx._device import device as resolve_device
+        from spx.constants import memory_format
 
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
+        layout = kwargs.pop("memory_format", None)
+        if layout is not None and not isinstance(layout, memory_format):
+            raise TypeError(
+                f"to(): memory_format must be a memory format such as spx.channels_last, got "
+                f"{layout!r}"
+            )
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:

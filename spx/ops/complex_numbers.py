@@ -39,7 +39,7 @@ from spx._tensor.methods.math import _broadcastable
 from spx._tensor.tensor import PART_VIEWS, Tensor
 from spx.ops._args import tensor_arg
 
-__all__ = ["complex", "polar", "view_as_complex", "view_as_real"]
+__all__ = ["complex", "imag", "polar", "real", "view_as_complex", "view_as_real"]
 
 _REAL_PARTS = (np.dtype(np.float32), np.dtype(np.float64))
 _NO_COMPLEX32 = (
@@ -248,3 +248,27 @@ def view_as_real(input: Any) -> Tensor:
     if not z.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
     return z._make_view(apply(_view_as_real, (), (z,)), _view_as_real, ())
+
+
+def real(input: Any) -> Tensor:
+    """``input.real``: the real part of a complex tensor, a real tensor itself (a view, as
+    ``torch.real``).
+
+    Example:
+        >>> import spx
+        >>> spx.real(spx.tensor([1 + 2j])).tolist()
+        [1.0]
+    """
+    return tensor_arg(input, "real").real
+
+
+def imag(input: Any) -> Tensor:
+    """``input.imag``: the imaginary part of a complex tensor (a view, as ``torch.imag``);
+    a real tensor raises torch's error.
+
+    Example:
+        >>> import spx
+        >>> spx.imag(spx.tensor([1 + 2j])).tolist()
+        [2.0]
+    """
+    return tensor_arg(input, "imag").imag
