@@ -166,5 +166,6 @@ from spx.nn.modules.transformer import TransformerEncoderLayer as TransformerEnc
 from spx.nn.modules.upsampling import Upsample as Upsample
 from spx.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d
 from spx.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
+from spx.nn.parallel import DataParallel as DataParallel
 from spx.nn.parameter import Parameter as Parameter
 from spx.nn.parameter import UninitializedParameter as UninitializedParameter
