@@ -22,3 +22,4 @@ from spx.autograd import functional as functional
 from spx.autograd.function import Function as Function
 from spx.autograd.function import FunctionCtx as FunctionCtx
 from spx.autograd.function import once_differentiable as once_differentiable
+from spx.autograd.variable import Variable as Variable
