@@ -46,6 +46,10 @@ from spx.amp import GradScaler as GradScaler
 from spx.amp import autocast as autocast
 from spx.amp import get_autocast_dtype as get_autocast_dtype
 from spx.amp import is_autocast_enabled as is_autocast_enabled
+from spx.autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
+)
+from spx.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
 from spx.autograd.functional import backward as backward
 from spx.autograd.functional import grad as grad
 from spx.autograd.functional import value_and_grad as value_and_grad

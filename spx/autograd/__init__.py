@@ -19,6 +19,8 @@ from spx._tensor.grad_mode import is_inference_mode_enabled as is_inference_mode
 from spx._tensor.grad_mode import no_grad as no_grad
 from spx._tensor.grad_mode import set_grad_enabled as set_grad_enabled
 from spx.autograd import functional as functional
+from spx.autograd.anomaly_mode import detect_anomaly as detect_anomaly
+from spx.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from spx.autograd.function import Function as Function
 from spx.autograd.function import FunctionCtx as FunctionCtx
 from spx.autograd.function import once_differentiable as once_differentiable
