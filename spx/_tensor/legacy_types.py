@@ -179,6 +179,23 @@ CUDA_TYPES: dict[str, _LegacyType] = {
 }
 
 
+def legacy_type_of(t: Any) -> _LegacyType:
+    """The legacy type ``t`` is an instance of (``spx.FloatTensor`` for a float32 CPU tensor):
+    ``t.new(...)`` calls it.
+
+    Raises:
+        TypeError: a dtype with no legacy type (complex, uint16, ...), naming the fix.
+    """
+    types = CUDA_TYPES if _on_cuda(t) else CPU_TYPES
+    for cls in types.values():
+        if canonical(cls.dtype) == t.dtype:
+            return cls
+    raise TypeError(
+        f"new(): tensors of dtype {t.dtype} have no legacy constructor; use "
+        "t.new_zeros(size), t.new_empty(size) or t.new_tensor(data)"
+    )
+
+
 def _type_name(cls: _LegacyType) -> str:
     return f"{cls.__module__}.{cls.__name__}"
 

@@ -445,3 +445,19 @@ def test_with_x64_every_answer_is_torchs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "bfloat16"])
+def test_tensor_new_makes_tensors_of_its_type_as_torch(dtype):
+    for lib in (torch, spx):
+        x = lib.ones(2, dtype=getattr(lib, dtype))
+        made = [x.new(2, 3), x.new([1, 0]), x.new(), x.new(lib.Size([4])), x.new(x)]
+        got = [(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in made]
+        if lib is torch:
+            want = got
+            want_values = x.new([1, 0]).tolist()
+        else:
+            assert got == want
+            assert x.new([1, 0]).tolist() == want_values
+        with pytest.raises(TypeError):
+            x.new(lib.ones(2, dtype=lib.float16))  # a tensor of another type

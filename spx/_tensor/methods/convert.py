@@ -510,6 +510,21 @@ class ConvertMethods:
 
         return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
+    def new(self, *args: Any, **kwargs: Any) -> Any:
+        """torch's legacy ``t.new(...)``: a tensor of ``t``'s dtype and device made as the
+        legacy constructors make one: sizes (zeros here; torch leaves them uninitialized), one
+        sequence of data, nothing (an empty tensor) or a tensor of ``t``'s type.
+
+        Example:
+            >>> import spx
+            >>> x = spx.ones(2)
+            >>> x.new(2, 3).shape, x.new([1, 2]).tolist(), x.new().shape
+            (spx.Size([2, 3]), [1.0, 2.0], spx.Size([0]))
+        """
+        from spx._tensor.legacy_types import legacy_type_of
+
+        return legacy_type_of(self)(*args, **kwargs)
+
     def new_full(self, size: Any, fill_value: Any, *, dtype=None, device=None, requires_grad=False):
         from spx.ops.creation import full
 
