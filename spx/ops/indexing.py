@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 
 from spx._tensor import numpy_names
@@ -178,17 +177,29 @@ def argwhere(input: Any) -> Tensor:
 
 
 def _searchsorted(seq: Any, values: Any, side: str, sorter: Any, dtype: Any) -> Any:
+    """torch's binary search over the last dimension, step for step.
+
+    torch moves right while ``!(mid >= value)`` (``!(mid > value)`` for the right side); with
+    NaN in the sequence (where a sort puts it: last) that differs from a search by sort order
+    (``jnp.searchsorted``: NaN largest), so a value past the finite entries, or a NaN value,
+    lands after the NaNs as in torch. One gather per halving, ``ceil(log2(n + 1))`` of them.
+    """
     if sorter is not None:
         seq = jnp.take_along_axis(seq, sorter, axis=-1)
-    if seq.ndim == 1:
-        out = jnp.searchsorted(seq, values, side=side)
-    else:
-        lead = seq.shape[:-1]
-        flat_seq = seq.reshape(-1, seq.shape[-1])
-        flat_val = values.reshape(flat_seq.shape[0], -1)
-        out = jax.vmap(lambda s, v: jnp.searchsorted(s, v, side=side))(flat_seq, flat_val)
-        out = out.reshape(*lead, values.shape[-1])
-    return out.astype(dtype)
+    n = seq.shape[-1]
+    lo = jnp.zeros(values.shape, jnp.int32)
+    if n == 0:
+        return lo.astype(dtype)
+    hi = jnp.full(values.shape, n, jnp.int32)
+    for _ in range(n.bit_length()):
+        mid = lo + ((hi - lo) >> 1)
+        at = jnp.minimum(mid, n - 1)
+        pivot = seq[at] if seq.ndim == 1 else jnp.take_along_axis(seq, at, axis=-1)
+        right = ~(pivot > values) if side == "right" else ~(pivot >= values)
+        active = lo < hi
+        lo = jnp.where(active & right, mid + 1, lo)
+        hi = jnp.where(active & ~right, mid, hi)
+    return lo.astype(dtype)
 
 
 def _no_sorter(seq: Any, values: Any, side: str, dtype: Any) -> Any:

@@ -181,6 +181,20 @@ def test_searchsorted_bucketize(right):
     check(lambda m, s, v: m.bucketize(v, s, right=right), fl, (2, 3))
 
 
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_with_nan_follows_torchs_binary_search(right):
+    # NaN sorts last; torch's search steps right past it for a value above the finite entries
+    # and for a NaN value (a search by sort order stopped before the NaNs).
+    nan = np.nan
+    for seq in ([1.0, 2.0, nan], [1.0, 2.0, 2.0, nan, nan], [nan], [0.0, 1.0, 2.0, 3.0, nan]):
+        values = np.array([0.5, 1.5, 2.0, 3.0, nan, -1.0], np.float32)
+        check(lambda m, s, v: m.searchsorted(s, v, right=right), np.array(seq, np.float32), values)
+    rows = np.array([[1.0, nan, nan], [0.0, 4.0, nan]], np.float32)
+    check(lambda m, s, v: m.searchsorted(s, v, right=right), rows, np.array([[2.0, nan]] * 2))
+    empty = np.zeros(0, np.float32)
+    check(lambda m, s, v: m.searchsorted(s, v, right=right), empty, np.array([1.0], np.float32))
+
+
 def test_searchsorted_errors():
     check_raises(lambda m, s: m.bucketize(s, s.reshape(2, 2)), np.array([1, 2, 3, 4]),
                  error=RuntimeError)  # fmt: skip
