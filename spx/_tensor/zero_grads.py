@@ -47,9 +47,9 @@ def pull_back(vjp: Any, cotangents: list) -> tuple[list, list[bool]]:
 def _depends_on_inputs(jaxpr: Jaxpr, marked: list[bool]) -> list[bool]:
     """Per output of ``jaxpr``: whether it depends on an input marked True.
 
-    Calls with a jaxpr of their own (``jax.jit`` inside the program: pjit, closed_call) are
-    looked into; any other equation's outputs depend on all its inputs (an over-estimate,
-    which keeps a zero as a zero, as before).
+    Calls with a jaxpr of their own (``jax.jit`` inside the program: pjit, closed_call; see
+    ``_CALLS``) are looked into; any other equation's outputs, loops' included, depend on all
+    its inputs (an over-estimate, which keeps a zero as a zero, as before).
     """
     live = {v for v, m in zip(jaxpr.invars, marked, strict=True) if m}
     for eqn in jaxpr.eqns:
@@ -62,8 +62,20 @@ def _depends_on_inputs(jaxpr: Jaxpr, marked: list[bool]) -> list[bool]:
     return [isinstance(v, Var) and v in live for v in jaxpr.outvars]
 
 
+# Primitives that run their jaxpr once on exactly their inputs and outputs. Others with a
+# jaxpr of the same arity are not calls: ``scan`` feeds its body's outputs back as inputs (a
+# parameter can reach the cotangent only through the carry, after several iterations), so
+# they stay opaque (every output depends on every input).
+_CALLS = frozenset({
+    "pjit", "jit", "closed_call", "core_call", "remat", "remat2", "checkpoint",
+    "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "shard_map",
+})  # fmt: skip
+
+
 def _inner_jaxpr(eqn: Any) -> Jaxpr | None:
     """The jaxpr a call equation runs on exactly its inputs and outputs, or None."""
+    if eqn.primitive.name not in _CALLS:
+        return None
     inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
     if isinstance(inner, ClosedJaxpr):
         inner = inner.jaxpr

@@ -528,3 +528,26 @@ def test_a_state_of_another_dtype_is_refused_as_in_torch(build, state):
         x = lib.ones(5, 2, 3) if not isinstance(layer, lib.nn.GRUCell) else lib.ones(2, 3)
         with pytest.raises(RuntimeError):
             layer(x, state(lib))
+
+
+@pytest.mark.parametrize("output", [0, 1, 2], ids=["output", "h_n", "c_n"])
+def test_a_loss_on_one_lstm_output_gives_torchs_grads_and_nones(output):
+    # A parameter reaching c_n only through the recurrence (weight_hr of a projected LSTM)
+    # has a gradient; a loop's body must not be read as a one-pass call (it was None).
+    torch.manual_seed(0)
+    t = torch.nn.LSTM(3, 4, proj_size=2, num_layers=2)
+    s = nn.LSTM(3, 4, proj_size=2, num_layers=2)
+    s.load_state_dict({k: spx.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((3, 2, 3)).astype(np.float32)
+
+    def pick(out):
+        return out[0] if output == 0 else out[1][output - 1]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "LSTM with projections is not supported ..."
+        pick(t(torch.tensor(x))).pow(2).sum().backward()
+    pick(s(spx.tensor(x))).pow(2).sum().backward()
+    for (name, tp), sp in zip(t.named_parameters(), s.parameters(), strict=True):
+        assert (sp.grad is None) == (tp.grad is None), name
+        if tp.grad is not None:
+            assert_close(sp.grad, tp.grad, 1e-5, 1e-6, name)
