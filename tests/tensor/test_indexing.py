@@ -376,6 +376,27 @@ def test_tensor_sources_of_another_dtype_raise_as_torch(how, dst, src):
     assert s.tolist() == t.tolist()
 
 
+MASK_FILLS = {
+    "mask_in_a_slice": lambda m, x, v: x.__setitem__((slice(None), m.tensor([True, False])), v),
+    "mask_then_int": lambda m, x, v: x.__setitem__((m.tensor([True, False]), 0), v),
+    "list_mask": lambda m, x, v: x.__setitem__([True, False], v),
+    "one_element": lambda m, x, v: x.__setitem__(m.tensor([True, False]), v.reshape(1)),
+    "index_put_": lambda m, x, v: x.index_put_((m.tensor([True, False]),), v),
+}
+
+
+@pytest.mark.parametrize("how", sorted(MASK_FILLS))
+def test_one_value_through_a_bool_mask_is_a_cast_as_torch(how):
+    # torch's canDispatchToMaskedFill: one element and a bool mask as the only tensor index
+    # make the write a masked_fill, which casts the value.
+    got = []
+    for m in (torch, spx):
+        x = m.zeros(2, 2)
+        MASK_FILLS[how](m, x, m.tensor(7, dtype=m.int32))
+        got.append(x.tolist())
+    assert got[0] == got[1]
+
+
 def test_numbers_and_basic_index_writes_still_cast_as_torch():
     for m in (torch, spx):
         x = m.zeros(3, dtype=m.int32)

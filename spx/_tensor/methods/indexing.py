@@ -292,6 +292,22 @@ def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, jax.Array | np.ndarray | list) or hasattr(obj, "_ref")
 
 
+def _fills_by_mask(index: Any, value: Any) -> bool:
+    """Whether torch writes ``x[index] = value`` as a masked fill, casting ``value``: one
+    element, and the index's only tensor (or list) a bool mask (its
+    ``canDispatchToMaskedFill``). Other writes by tensor indices need ``value``'s dtype."""
+    if int(np.prod(np.shape(value))) != 1:
+        return False
+    parts = index if isinstance(index, tuple) else (index,)
+    tensors = [p for p in parts if _is_array_like(p)]
+    if len(tensors) != 1:
+        return False
+    mask = tensors[0]
+    if isinstance(mask, list):
+        return len(mask) > 0 and all(isinstance(v, bool | np.bool_) for v in mask)
+    return np.dtype(mask.dtype) == np.bool_
+
+
 def _mask_values(mask: Any) -> np.ndarray | None:
     """A boolean mask's values on the host (computed now if pending); None if traced."""
     value = mask._value() if hasattr(mask, "_ref") else mask
@@ -614,7 +630,8 @@ class IndexingMethods:
             self._assign_op(_mask_fill, (), (self, index, value))
             return
         spec, dyn = _parse_cached(shape, index)
-        if not _all_basic(spec):  # torch's index_put; basic indexing casts as copy_ does
+        if not _all_basic(spec) and not _fills_by_mask(index, value):
+            # torch's index_put; basic indexing casts as copy_ does, a mask fill as masked_fill
             check_same_dtype(self._aval.dtype, value, _INDEX_PUT_DTYPES)
         self._assign_op(_setitem, (spec,), (self, value, *dyn))
 
@@ -774,7 +791,8 @@ class IndexingMethods:
         """``self[indices] = values`` (``+=``, repeated positions summed, with ``accumulate``)."""
         if not isinstance(indices, tuple | list):
             raise TypeError("index_put_(): indices must be a tuple of tensors, e.g. (rows, cols)")
-        check_same_dtype(self._aval.dtype, values, _INDEX_PUT_DTYPES)
+        if accumulate or not _fills_by_mask(tuple(indices), values):
+            check_same_dtype(self._aval.dtype, values, _INDEX_PUT_DTYPES)
         spec, dyn = _parse(self._aval.shape, tuple(indices))
         fn = _additem if accumulate else _setitem
         return self._assign_op(fn, (spec,), (self, values, *dyn))
