@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spx._tensor.grad_mode import is_grad_enabled, no_grad
+from spx._tensor.grad_mode import enable_grad, no_grad
 from spx._tensor.tensor import Tensor
 from spx._validate import as_int
 from spx.distributed import functional as F
@@ -93,10 +93,11 @@ def write(dst: Any, value: Any) -> None:
     """Replace ``dst``'s value with the array ``value`` (same shape), in place."""
     if isinstance(dst, Tensor):
         value = value.astype(dst.dtype) if value.dtype != dst.dtype else value
-        if not dst.is_leaf and dst.requires_grad and is_grad_enabled():
+        if not dst.is_leaf and dst.requires_grad:
             # torch keeps the history of a tensor a collective writes into (``y = x * 2;
-            # dist.all_reduce(y)``): gradients pass through the collective unchanged.
-            dst._assign_op(_value_passing_gradient, (), (dst, value))
+            # dist.all_reduce(y)``, under no_grad too): gradients pass through unchanged.
+            with enable_grad():
+                dst._assign_op(_value_passing_gradient, (), (dst, value))
         elif dst._view is None:
             # The storage is shared by aliases (``t.data``, ``detach()``): they all see it.
             dst._data = value

@@ -461,7 +461,8 @@ def _in_place_on_history(rank, out):
     y = x * (rank + 1)
     dist.all_reduce(y)  # torch keeps y's history: the gradient passes through unchanged
     z = x * 3
-    dist.broadcast(z, 1)
+    with spx.no_grad():  # torch keeps the history under no_grad as well
+        dist.broadcast(z, 1)
     (y.sum() + x.sum() + z.sum()).backward()
     p = nn.Parameter(spx.ones(2) * (rank + 1))
     dist.all_reduce(p)  # a leaf stays a trainable leaf
