@@ -331,3 +331,13 @@ def test_each_worker_loads_from_its_own_copy_of_the_dataset_as_torch(
     if isinstance(dataset, _Range):
         assert (dataset.start, dataset.end) == (3, 7)
         assert sorted(b.tolist() for b in DataLoader(dataset)) == [[3], [4], [5], [6]]
+
+
+def test_a_tensor_or_array_dataset_is_shared_not_copied(no_leaked_threads):
+    # Copying would duplicate the data per worker and epoch; nothing of it is rebound.
+    from spx.data._workers import _own
+
+    for data in (spx.arange(6.0), np.arange(6.0), spx.arange(6.0)._data):
+        assert _own(data) is data
+    got = sorted(b.tolist() for b in DataLoader(spx.arange(6.0), batch_size=2, num_workers=2))
+    assert got == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
