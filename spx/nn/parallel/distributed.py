@@ -57,9 +57,14 @@ class _Reducer:
         self.collectives = 0  # all-reduces issued by the last synced backward (for tests)
 
     def average(self, arrays: list[Any], buckets: list[list[int]]) -> list[Any]:
-        """``arrays`` averaged over the group, one SUM all-reduce per bucket (eager)."""
-        if not self.ddp.require_backward_grad_sync:  # under no_sync() at run time (compiled)
+        """:meth:`average_now`, unless the compiled step calling it runs under ``no_sync()``
+        (a traced step's averaging reads the flag when it executes)."""
+        if not self.ddp.require_backward_grad_sync:
             return arrays
+        return self.average_now(arrays, buckets)
+
+    def average_now(self, arrays: list[Any], buckets: list[list[int]]) -> list[Any]:
+        """``arrays`` averaged over the group, one SUM all-reduce per bucket (eager)."""
         self.collectives += len(buckets)
         return self.pg.backend.all_reduce_buckets(arrays, buckets, 1.0 / self.pg.size()).wait()
 
@@ -281,8 +286,8 @@ class DistributedDataParallel(Module):
             isinstance(p._grad._data if p._grad is not None else None, jax.core.Tracer)
             for p in reducer.params
         )
-        if not self.require_backward_grad_sync and not traced:
-            return
+        # Eagerly the arming decided (a forward outside no_sync() is averaged even when its
+        # backward runs inside, as torch's); a traced step reads the flag when it runs.
         self._reduce(traced)
 
     def _reduce(self, traced: bool) -> None:
@@ -313,7 +318,9 @@ class DistributedDataParallel(Module):
                 grads[i] = jnp.zeros(params[i].shape, params[i].dtype)
             # Every rank, also one that used every parameter: the collectives must line up.
             used = self._globally_used(grads, missing)
-        out = _reducer.average_buckets(grads, reducer.buckets, reducer.average)
+        # Eagerly the arming decided; a traced step's averaging checks no_sync() when it runs.
+        average = reducer.average if traced else reducer.average_now
+        out = _reducer.average_buckets(grads, reducer.buckets, average)
         for i, (p, g) in enumerate(zip(params, out, strict=True)):
             if p._grad is not None:
                 p._grad._data = g

@@ -364,7 +364,17 @@ def _sync_after_ddp_forward_only(rank, out):
     y = ddp(x).sum()
     y.backward(retain_graph=True)  # averaged
     y.backward()  # a second backward of the same forward: local, added
-    out[rank] = (local, np.asarray(model.weight.grad))
+    twice = np.asarray(model.weight.grad)
+    model.zero_grad(set_to_none=True)
+    loss = ddp(x).sum()  # armed outside no_sync(): averaged although backward runs inside
+    with ddp.no_sync():
+        loss.backward()
+    armed_outside = np.asarray(model.weight.grad)
+    model.zero_grad(set_to_none=True)
+    with ddp.no_sync():
+        loss = ddp(x).sum()  # not armed: local although backward runs outside
+    loss.backward()
+    out[rank] = (local, twice, armed_outside, np.asarray(model.weight.grad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -372,9 +382,11 @@ def test_only_the_first_backward_after_a_ddp_forward_is_averaged(backend):
     # torch's reducer: prepare_for_backward in DDP.forward arms one averaging.
     out = run_ranks(_sync_after_ddp_forward_only, 2, backend=backend)
     for r in range(2):
-        local, twice = out[r]
+        local, twice, armed_outside, armed_inside = out[r]
         np.testing.assert_allclose(local, np.full((1, 2), r + 1.0))
         np.testing.assert_allclose(twice, np.full((1, 2), 1.5 + (r + 1.0)))
+        np.testing.assert_allclose(armed_outside, np.full((1, 2), 1.5))  # torch: decided at forward
+        np.testing.assert_allclose(armed_inside, np.full((1, 2), r + 1.0))
 
 
 def _buffers_follow_rank0(rank, out):
