@@ -102,7 +102,7 @@ _C_NAMES.update(
     int32="int", float16="c10::Half", bfloat16="c10::BFloat16", float32="float", float64="double"
 )
 # What spx holds a torch type in while x64 is off (the value might fit the type asked for).
-_NARROWED = {"int32": "int64 as int32", "float32": "float64 as float32"}
+_NARROWED = {"int32": ("int64", "int32"), "float32": ("float64", "float32")}
 
 
 @functools.cache
@@ -138,7 +138,8 @@ def check_scalar_fits(value: Any, dtype: Any, *, half_types: bool = True) -> Non
         return  # inf and NaN are float values
     if not bounds[0] <= value <= bounds[1]:  # NaN fails too
         narrowed = (
-            f" (spx holds torch's {_NARROWED[dtype.name]} unless jax_enable_x64 is on)"
+            " (if the tensor was made as {0}: spx holds {0} as {1} unless jax_enable_x64 is "
+            "on)".format(*_NARROWED[dtype.name])
             if dtype.name in _NARROWED and not jax.config.jax_enable_x64
             else ""
         )
