@@ -93,12 +93,15 @@ def write(dst: Any, value: Any) -> None:
     """Replace ``dst``'s value with the array ``value`` (same shape), in place."""
     if isinstance(dst, Tensor):
         value = value.astype(dst.dtype) if value.dtype != dst.dtype else value
-        if not dst.is_leaf and dst.requires_grad:
+        view = dst._view
+        # A view of a leaf (a Parameter's slice) is written as data below: torch's collectives
+        # write without autograd's in-place checks.
+        if dst.requires_grad and not dst.is_leaf and (view is None or not view.base.is_leaf):
             # torch keeps the history of a tensor a collective writes into (``y = x * 2;
             # dist.all_reduce(y)``, under no_grad too): gradients pass through unchanged.
             with enable_grad():
                 dst._assign_op(_value_passing_gradient, (), (dst, value))
-        elif dst._view is None:
+        elif view is None:
             # The storage is shared by aliases (``t.data``, ``detach()``): they all see it.
             dst._data = value
         else:  # a view writes through to its base

@@ -466,6 +466,14 @@ def _in_place_on_history(rank, out):
     (y.sum() + x.sum() + z.sum()).backward()
     p = nn.Parameter(spx.ones(2) * (rank + 1))
     dist.all_reduce(p)  # a leaf stays a trainable leaf
+    q = nn.Parameter(spx.ones(4) * (rank + 1))
+    head = q[:2]  # a view of a leaf, made with grad on
+    with spx.no_grad():
+        dist.all_reduce(head)  # torch: written as data, [3, 3, rank + 1, rank + 1]
+    w = x * 2
+    dist.broadcast(w, 0)  # grad mode on: history kept
+    assert w.grad_fn is not None
+    out[rank + 10] = np.asarray(q.detach())
     out[rank] = (np.asarray(y.detach()), y.grad_fn is not None, np.asarray(x.grad), p.is_leaf)
     out[rank] += (p.requires_grad, np.asarray(p.detach()))
 
@@ -475,6 +483,7 @@ def test_in_place_collectives_keep_autograd_history_as_torch(backend):
     # torch 2.13 (gloo): y = [3, 6] on both ranks, grad_fn kept; x.grad = (rank + 1) + 1 + 3.
     out = run_ranks(_in_place_on_history, 2, backend=backend)
     for r in range(2):
+        np.testing.assert_array_equal(out[r + 10], [3.0, 3.0, r + 1.0, r + 1.0])
         y, has_history, grad, leaf, trainable, p = out[r]
         np.testing.assert_array_equal(y, [3.0, 6.0])
         assert has_history and leaf and trainable
