@@ -382,6 +382,8 @@ MASK_FILLS = {
     "list_mask": lambda m, x, v: x.__setitem__([True, False], v),
     "one_element": lambda m, x, v: x.__setitem__(m.tensor([True, False]), v.reshape(1)),
     "index_put_": lambda m, x, v: x.index_put_((m.tensor([True, False]),), v),
+    "list_as_tuple": lambda m, x, v: x.__setitem__([slice(None), m.tensor([True, False])], v),
+    "zero_d_int_beside": lambda m, x, v: x.__setitem__((m.tensor(0), m.tensor([True, False])), v),
 }
 
 

@@ -298,14 +298,19 @@ def _fills_by_mask(index: Any, value: Any) -> bool:
     ``canDispatchToMaskedFill``). Other writes by tensor indices need ``value``'s dtype."""
     if int(np.prod(np.shape(value))) != 1:
         return False
+    # The index as torch reads it: a short list holding tensors or slices is a tuple, and a
+    # 0-d integer tensor selects (it is not a tensor index).
+    if type(index) is list and _sequence_as_tuple(index):
+        index = tuple(index)
     parts = index if isinstance(index, tuple) else (index,)
-    tensors = [p for p in parts if _is_array_like(p)]
+    tensors = [p for p in map(_scalar_int_index, parts) if _is_array_like(p)]
     if len(tensors) != 1:
         return False
     mask = tensors[0]
     if isinstance(mask, list):
         return len(mask) > 0 and all(isinstance(v, bool | np.bool_) for v in mask)
-    return np.dtype(mask.dtype) == np.bool_
+    # A 0-d bool is not a mask in torch (it becomes a Long index): the dtypes must match.
+    return np.dtype(mask.dtype) == np.bool_ and np.ndim(mask) > 0
 
 
 def _mask_values(mask: Any) -> np.ndarray | None:
