@@ -37,8 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import numpy as np
+
 from spx import _context
 from spx._tensor import program
+from spx._tensor.tensor import Tensor
 from spx.data._fetch import IterableFetcher
 from spx.data._transfer import to_jax
 
@@ -148,8 +152,8 @@ def _own(dataset: Any) -> Any:
     """A worker's shallow copy of ``dataset``: of an object with attributes (a Dataset
     class's instance); an array, tensor or container is shared (copying would duplicate its
     data, and a worker has no attribute of it to rebind), as is an object refusing copies."""
-    if not hasattr(dataset, "__dict__") or hasattr(dataset, "__array__"):
-        return dataset  # (an spx Tensor, a jax or numpy array: all have __array__)
+    if not hasattr(dataset, "__dict__") or isinstance(dataset, Tensor | jax.Array | np.ndarray):
+        return dataset
     try:
         return copy.copy(dataset)
     except Exception:  # an object that refuses copying: share it, as before

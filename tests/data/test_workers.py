@@ -341,3 +341,23 @@ def test_a_tensor_or_array_dataset_is_shared_not_copied(no_leaked_threads):
         assert _own(data) is data
     got = sorted(b.tolist() for b in DataLoader(spx.arange(6.0), batch_size=2, num_workers=2))
     assert got == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+
+
+class _Forwarding(IterableDataset):
+    """Forwards unknown attributes to the array it holds (so it answers __array__)."""
+
+    def __init__(self, data):
+        self.data, self.start, self.end = data, 0, len(data)
+
+    def __iter__(self):
+        return iter(self.data[self.start : self.end].tolist())
+
+    def __getattr__(self, name):
+        if name == "data":
+            raise AttributeError(name)
+        return getattr(self.data, name)
+
+
+def test_a_dataset_forwarding_to_an_array_is_still_copied_per_worker(no_leaked_threads):
+    got = DataLoader(_Forwarding(np.arange(8)), num_workers=2, worker_init_fn=_shard)
+    assert sorted(b.tolist() for b in got) == [[i] for i in range(8)]  # torch's result
