@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from spx._tensor import graph
+from spx._tensor import graph, program
 from spx._tensor.graph import LEAF, Node
 
 
@@ -150,3 +150,9 @@ def _checkpointed(*values_and_plan: Any) -> Any:
 
     outs = jax.checkpoint(replay)(*values)
     return outs[0] if len(outs) == 1 else outs
+
+
+# A checkpointed region is one node whose outputs torch's graph connects to inputs separately:
+# a backward through some of them leaves .grad None for inputs feeding only the others.
+program.COARSE.add(_checkpointed)
+

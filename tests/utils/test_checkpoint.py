@@ -252,3 +252,14 @@ def test_returned_objects_keep_identity_views_and_retain_grad():
         b.sum().backward()
         results[lib.__name__] = (b.tolist(), x.grad.tolist(), b.grad.tolist())
     assert results["spx"] == results["torch"]
+
+
+def test_a_backward_through_one_output_leaves_the_others_inputs_grad_none():
+    # torch connects b only to the second output: a loss on the first leaves b.grad None.
+    grads = []
+    for lib, ck in ((torch, torch.utils.checkpoint), (spx, spx.utils.checkpoint)):
+        a, b, x = (lib.tensor([v], requires_grad=True) for v in (2.0, 3.0, 1.5))
+        first, _ = ck.checkpoint(lambda x, a=a, b=b: (a * x, b * x), x, use_reentrant=False)
+        (first * 2).sum().backward()
+        grads.append([None if t.grad is None else t.grad.tolist() for t in (a, b, x)])
+    assert grads[0] == grads[1] == [[3.0], None, [4.0]]
