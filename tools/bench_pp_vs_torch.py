@@ -26,6 +26,14 @@ Results (4 blocks of width 128, batch 32x32, vocab 512, 8 microbatches; ratio = 
 time to first step: first / second launch; floor: spx's forward/backward programs alone on the
 busiest rank, or all ranks' programs shared over the cores, over torch's step):
 
+    2026-11-28, stop 29, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 0.2-2.3; the
+    box ran ~15% slower than in stop 28 for both)
+    processes  spx ms/step  torch ms/step  ratio  floor  time to first step
+    1          23.2         53.2           0.44   0.39
+    2          26.0         40.3           0.65   0.37   3.1 / 1.2 s (0.40; torch 2.9 s)
+    4          43.9         52.1           0.84   0.36   5.8 / 2.7 s (0.47; torch 4.8 s)
+    compute floor: raw jax.jit 22.6 ms, torch eager 51.3 ms (0.44)
+
     2026-11-28, stop 28, 2-core AMD EPYC, jax 0.10.2, torch 2.13 (--rounds 2, load 0.9-1.9)
     processes  spx ms/step  torch ms/step  ratio  floor  time to first step
     1          22.2         47.3           0.47   0.41
@@ -98,6 +106,10 @@ ms median), the timeline's critical path (rank 1's 8 fused programs, rank 0's fi
 and last backward, rank 0's backward + forward between two of rank 1's programs) gives ~15-17
 ms (0.43-0.48 of torch's 35 ms): the rest is the kernel's thread placement, on a machine with
 as many busy processes as cores.
+
+Stop 29 tried pinning each worker to its own core (``os.sched_setaffinity`` before JAX
+starts: 25.6 ms/step against 22.6 unpinned) and pinning only the compute thread, leaving the
+transfer threads free (23.3 ms): slower or equal, so neither is used.
 """
 
 from __future__ import annotations
