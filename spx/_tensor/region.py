@@ -155,4 +155,3 @@ def _checkpointed(*values_and_plan: Any) -> Any:
 # A checkpointed region is one node whose outputs torch's graph connects to inputs separately:
 # a backward through some of them leaves .grad None for inputs feeding only the others.
 program.COARSE.add(_checkpointed)
-
