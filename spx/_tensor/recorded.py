@@ -136,11 +136,10 @@ def record_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     node = Node(_replay, static, tuple(refs), avals, None, requires_grad)
     if tree is None:
         return Tensor._wrap(node, 0)
-    if fn not in program.COARSE:
-        # Several outputs from one node, where torch's graph may connect an input to only
-        # some of them (MultiheadAttention's out_proj feeds the output, not the weights): a
-        # backward through the others must leave that input's .grad None, not zero.
-        program.COARSE.add(fn)
+    # Several outputs from one node, where torch's graph may connect an input to only some of
+    # them (MultiheadAttention's out_proj feeds the output, not the weights): a backward
+    # through the others must leave that input's .grad None, not zero.
+    program.COARSE.add(fn)
     return jax.tree_util.tree_unflatten(tree, [Tensor._wrap(node, i) for i in range(len(avals))])
 
 
