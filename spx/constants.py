@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 __all__ = [
-    "channels_last", "channels_last_3d", "contiguous_format", "e", "inf", "memory_format",
-    "nan", "newaxis", "pi", "preserve_format",
+    "channels_last", "channels_last_3d", "check_memory_format", "contiguous_format", "e", "inf",
+    "memory_format", "nan", "newaxis", "pi", "preserve_format",
 ]  # fmt: skip
 
 pi = math.pi
@@ -47,3 +47,16 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+
+
+def check_memory_format(value: object, where: str) -> None:
+    """torch's error for a ``memory_format=`` that is not a memory format (None is fine).
+
+    Example:
+        >>> check_memory_format(channels_last, "to()")
+    """
+    if value is not None and not isinstance(value, memory_format):
+        raise TypeError(
+            f"{where}: memory_format must be a memory format such as spx.channels_last, got "
+            f"{value!r}"
+        )

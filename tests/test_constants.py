@@ -36,6 +36,11 @@ def test_memory_formats_are_accepted_hints_that_change_nothing():
     assert conv.to(memory_format=spx.channels_last) is conv
     with pytest.raises(TypeError, match=r"spx\.channels_last"):
         conv.to(memory_format="channels_last")
+    t = spx.ones(2)
+    for write in (t.to, t.contiguous, t.clone):
+        assert write(memory_format=spx.contiguous_format).tolist() == [1.0, 1.0]
+        with pytest.raises(TypeError, match="memory_format"):  # torch: TypeError too
+            write(memory_format="channels_last")
 
 
 def test_real_and_imag_functions_are_torchs():

@@ -532,17 +532,12 @@ class Module:
         :mod:`spx.constants`).
         """
         from spx._device import device as resolve_device
-        from spx.constants import memory_format
+        from spx.constants import check_memory_format
 
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        layout = kwargs.pop("memory_format", None)
-        if layout is not None and not isinstance(layout, memory_format):
-            raise TypeError(
-                f"to(): memory_format must be a memory format such as spx.channels_last, got "
-                f"{layout!r}"
-            )
+        check_memory_format(kwargs.pop("memory_format", None), "to()")
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:

@@ -21,6 +21,7 @@ from spx import _user_code
 from spx._tensor import checks, graph
 from spx._tensor.dispatch import apply, stop_gradient
 from spx._tensor.methods._dtypes import canonical, cast
+from spx.constants import check_memory_format
 
 _NUMPY_REQUIRES_GRAD = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
@@ -224,7 +225,7 @@ class ConvertMethods:
         device = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        check_memory_format(kwargs.pop("memory_format", None), "to()")
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -372,6 +373,7 @@ class ConvertMethods:
     # -- copies ------------------------------------------------------------------------------
     def clone(self, *, memory_format: Any = None) -> Any:
         """A copy with its own storage (differentiable: gradients flow back to ``self``)."""
+        check_memory_format(memory_format, "clone()")
         return apply(jnp.copy, (), (self,))
 
     def detach(self) -> Any:

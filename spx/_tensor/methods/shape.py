@@ -23,6 +23,7 @@ from spx._tensor.dispatch import apply
 from spx._tensor.methods import _layout
 from spx._tensor.methods._dtypes import canonical
 from spx._tensor.methods.arrange import ArrangeMethods
+from spx.constants import check_memory_format
 
 
 def _reshape(x: Any, shape: tuple) -> Any:
@@ -345,6 +346,7 @@ class ShapeMethods(ArrangeMethods):
 
     def contiguous(self, memory_format: Any = None) -> Any:
         """``self`` when its elements are in row-major order, else a copy (as torch)."""
+        check_memory_format(memory_format, "contiguous()")
         return self if self.is_contiguous() else self.clone()
 
     def narrow(self, dim: int, start: Any, length: int) -> Any:
